@@ -1,0 +1,36 @@
+# A fresh Debian machine needs only `make demo` and `make test`: both install the system
+# packages the build needs first.
+SWIFT ?= swift
+SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev lua5.4 pkg-config iproute2 curl
+
+.PHONY: all deps build test demo bench clean
+
+all: build
+
+# Installs the Debian packages that are missing (as root, or through sudo).
+deps:
+	@missing=""; for p in $(SYSTEM_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing system packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+demo: build
+	$(SWIFT) run --skip-build sandbox-demo
+
+bench: deps
+	$(SWIFT) build -c release
+	$(SWIFT) run -c release --skip-build hotspot-bench
+
+clean:
+	rm -rf .build

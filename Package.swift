@@ -1,0 +1,29 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "hotspot-helper",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "LuaSandbox", targets: ["LuaSandbox"]),
+        .executable(name: "lua-sandbox-worker", targets: ["lua-sandbox-worker"]),
+    ],
+    targets: [
+        // Lua 5.4 from Debian's liblua5.4-dev.
+        .systemLibrary(name: "CLua", pkgConfig: "lua5.4", providers: [.apt(["liblua5.4-dev"])]),
+        // The parts of the sandbox that must be C: Lua's macros, the allocator, the hook,
+        // the protected-call wrappers and the error trampoline (no longjmp crosses Swift).
+        .target(name: "CLuaSandbox", dependencies: ["CLua"]),
+        // A reusable sandboxed Lua engine: states in worker processes, hard deadlines,
+        // memory caps. Knows nothing of hotspots.
+        .target(name: "LuaSandbox", dependencies: ["CLuaSandbox"], swiftSettings: swiftSettings),
+        // The engine's worker process with no extra host modules.
+        .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+        .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+    ]
+)

@@ -1,0 +1,129 @@
+// The C half of the Lua sandbox: everything that has to be C because it long-jumps,
+// is a Lua macro, or runs inside Lua's own machinery (allocator, hook, protected calls).
+// Values cross this boundary only as byte buffers in the sandbox value encoding, so no
+// Lua error can ever unwind through a Swift frame.
+#ifndef CLUA_SANDBOX_H
+#define CLUA_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// A growable byte buffer allocated with malloc (never with the script's allocator).
+typedef struct sbx_buffer {
+    uint8_t *data;
+    size_t length;
+    size_t capacity;
+} sbx_buffer;
+
+void sbx_buffer_free(sbx_buffer *buffer);
+/// Appends bytes; returns 0, or -1 when malloc fails.
+int sbx_buffer_append(sbx_buffer *buffer, const void *bytes, size_t length);
+
+/// Tags of the value encoding shared by the C side, the Swift side and the worker protocol.
+enum {
+    SBX_TAG_NIL = 0,
+    SBX_TAG_FALSE = 1,
+    SBX_TAG_TRUE = 2,
+    SBX_TAG_INTEGER = 3,
+    SBX_TAG_NUMBER = 4,
+    SBX_TAG_STRING = 5,
+    SBX_TAG_TABLE = 6,
+};
+
+/// Nesting limit for values crossing the boundary, both ways.
+#define SBX_MAX_DEPTH 32
+
+typedef enum sbx_status {
+    SBX_OK = 0,
+    SBX_ERROR_RUNTIME = 1,
+    SBX_ERROR_SYNTAX = 2,
+    SBX_ERROR_MEMORY = 3,
+    SBX_ERROR_DEADLINE = 4,
+    SBX_ERROR_INTERRUPTED = 5,
+    SBX_ERROR_VALUE = 6,
+} sbx_status;
+
+/// Log levels recorded by `print` and host functions.
+enum {
+    SBX_LOG_PRINT = 0,
+    SBX_LOG_DEBUG = 1,
+    SBX_LOG_INFO = 2,
+    SBX_LOG_WARN = 3,
+    SBX_LOG_ERROR = 4,
+};
+
+/// What one load or call produced. The buffers belong to the caller after the call.
+typedef struct sbx_outcome {
+    sbx_status status;
+    sbx_buffer results;    // encoded tuple of return values (SBX_OK)
+    sbx_buffer message;    // error message
+    sbx_buffer location;   // "file:line" of the innermost script frame, if any
+    sbx_buffer traceback;  // Lua traceback at the error
+    sbx_buffer logs;       // records: u8 level, u32 little-endian length, bytes
+    uint32_t dropped_logs; // records refused by the per-call log limits
+} sbx_outcome;
+
+void sbx_outcome_free(sbx_outcome *outcome);
+
+/// Called by the host-function trampoline. Writes an encoded tuple of results into `out`
+/// and returns 0, or writes an error message into `out` and returns 1.
+typedef int (*sbx_host_callback)(void *host, int32_t function_id,
+                                 const uint8_t *arguments, size_t arguments_length,
+                                 sbx_buffer *out);
+
+/// Sets the process-wide host callback (once, before any state runs host functions).
+void sbx_set_host_callback(sbx_host_callback callback);
+
+typedef struct sbx_state sbx_state;
+
+/// A new sandboxed state whose allocations are capped at `memory_limit` bytes.
+/// `host` is handed back to the host callback. NULL when the state cannot be built.
+sbx_state *sbx_open(size_t memory_limit, void *host);
+void sbx_close(sbx_state *state);
+
+/// Adds `module.name` as a host function. Public modules become read-only globals of the
+/// script; all modules are visible to the prelude through its `host` table.
+/// Must be called before sbx_seal. Returns 0, or -1 on failure.
+int sbx_add_host_function(sbx_state *state, const char *module, const char *name,
+                          int32_t function_id, int is_public);
+
+/// Freezes the script's standard globals. Called once, after host functions were added.
+int sbx_seal(sbx_state *state);
+
+/// Runs the trusted prelude: a text chunk with the standard globals, `host` (every host
+/// module) and `readonly(t)`, called with one table whose entries become extra globals
+/// of the script. Its returned table holds the entry points `sbx_call` looks up first.
+void sbx_run_prelude(sbx_state *state, const char *chunk_name, const char *source,
+                     size_t source_length, int64_t deadline_ns, sbx_outcome *outcome);
+
+/// Loads and runs the script's main chunk; its first return value becomes the exports.
+void sbx_load_script(sbx_state *state, const char *chunk_name, const char *source,
+                     size_t source_length, int64_t deadline_ns, sbx_outcome *outcome);
+
+/// Calls `entry` with an encoded tuple of arguments: the prelude's entry point
+/// `entry(exports, ...)` when there is one, otherwise `exports[entry](...)`.
+/// `deadline_ns` is on CLOCK_MONOTONIC; 0 means no deadline.
+void sbx_call(sbx_state *state, const char *entry, const uint8_t *arguments,
+              size_t arguments_length, int64_t deadline_ns, sbx_outcome *outcome);
+
+/// Asks the running call to stop at its next hook (thread-safe).
+void sbx_interrupt(sbx_state *state);
+
+/// The running call's deadline (0 for none), for host functions that block.
+int64_t sbx_deadline(const sbx_state *state);
+
+/// Records a log line for the running call, subject to the per-call limits.
+void sbx_log(sbx_state *state, int level, const char *message, size_t length);
+
+/// Bytes currently allocated by the state.
+size_t sbx_memory_used(const sbx_state *state);
+
+/// CLOCK_MONOTONIC in nanoseconds, the clock deadlines are measured on.
+int64_t sbx_monotonic_ns(void);
+
+
+/// Asks the kernel to SIGKILL this process when its parent dies (prctl is variadic,
+/// so Swift cannot call it). Returns 0 on success.
+int sbx_die_with_parent(void);
+
+#endif

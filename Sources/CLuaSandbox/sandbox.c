@@ -1,0 +1,939 @@
+// The sandbox's C half. See CLuaSandbox.h for the contract and
+// ../shared/reference/lua-sandbox-threats.md for why each piece exists.
+#include "CLuaSandbox.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+// Instructions between two hook checks: about 10 microseconds of Lua code.
+#define SBX_HOOK_COUNT 1000
+// Per call: at most this many log records and bytes; the rest are counted as dropped.
+#define SBX_LOG_RECORDS 200
+#define SBX_LOG_BYTES (64 * 1024)
+#define SBX_LOG_RECORD_BYTES 4096
+
+// Registry keys (addresses of these statics are unique light userdata).
+static const char KEY_STATE = 0, KEY_BASE = 0, KEY_ENV = 0, KEY_HOST = 0,
+                  KEY_PUBLIC = 0, KEY_ENTRIES = 0, KEY_EXPORTS = 0;
+
+struct sbx_state {
+    lua_State *L;
+    size_t used;
+    size_t limit;
+    void *host;
+    int64_t deadline_ns;
+    int deadline_exceeded;
+    int memory_exceeded;
+    atomic_int interrupted;
+    int sealed;
+    int loaded;
+    sbx_outcome *outcome;        // the running load or call's outcome
+    sbx_buffer host_arguments;   // scratch buffers reused by the host trampoline, owned
+    sbx_buffer host_results;     // here so a Lua error cannot leak them
+    uint32_t log_records;
+};
+
+static sbx_host_callback host_callback;
+
+void sbx_set_host_callback(sbx_host_callback callback) { host_callback = callback; }
+
+int64_t sbx_monotonic_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+// MARK: buffers
+
+void sbx_buffer_free(sbx_buffer *buffer) {
+    free(buffer->data);
+    buffer->data = NULL;
+    buffer->length = buffer->capacity = 0;
+}
+
+int sbx_buffer_append(sbx_buffer *buffer, const void *bytes, size_t length) {
+    if (length > SIZE_MAX - buffer->length) return -1;
+    size_t needed = buffer->length + length;
+    if (needed > buffer->capacity) {
+        size_t capacity = buffer->capacity ? buffer->capacity : 64;
+        while (capacity < needed) capacity = capacity > SIZE_MAX / 2 ? needed : capacity * 2;
+        uint8_t *data = realloc(buffer->data, capacity);
+        if (!data) return -1;
+        buffer->data = data;
+        buffer->capacity = capacity;
+    }
+    if (length) memcpy(buffer->data + buffer->length, bytes, length);
+    buffer->length = needed;
+    return 0;
+}
+
+static int append_u8(sbx_buffer *b, uint8_t v) { return sbx_buffer_append(b, &v, 1); }
+
+static int append_u32(sbx_buffer *b, uint32_t v) {
+    uint8_t bytes[4] = {v & 0xff, (v >> 8) & 0xff, (v >> 16) & 0xff, (v >> 24) & 0xff};
+    return sbx_buffer_append(b, bytes, 4);
+}
+
+static int append_u64(sbx_buffer *b, uint64_t v) {
+    uint8_t bytes[8];
+    for (int i = 0; i < 8; i++) bytes[i] = (v >> (8 * i)) & 0xff;
+    return sbx_buffer_append(b, bytes, 8);
+}
+
+static void put_u32(uint8_t *at, uint32_t v) {
+    for (int i = 0; i < 4; i++) at[i] = (v >> (8 * i)) & 0xff;
+}
+
+static int set_text(sbx_buffer *b, const char *text, size_t length) {
+    b->length = 0;
+    return sbx_buffer_append(b, text, length);
+}
+
+void sbx_outcome_free(sbx_outcome *o) {
+    sbx_buffer_free(&o->results);
+    sbx_buffer_free(&o->message);
+    sbx_buffer_free(&o->location);
+    sbx_buffer_free(&o->traceback);
+    sbx_buffer_free(&o->logs);
+}
+
+// MARK: allocator, hook, state lookup
+
+static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+    sbx_state *S = ud;
+    size_t old = ptr ? osize : 0;
+    if (nsize == 0) {
+        free(ptr);
+        S->used -= old;
+        return NULL;
+    }
+    // Written so it cannot overflow: used <= limit always holds.
+    if (nsize > old && nsize - old > S->limit - S->used) return NULL;
+    void *block = realloc(ptr, nsize);
+    if (!block) return nsize <= old ? ptr : NULL;  // never fail a shrink
+    S->used = S->used - old + nsize;
+    return block;
+}
+
+static sbx_state *state_of(lua_State *L) {
+    void *ud;
+    lua_getallocf(L, &ud);
+    return ud;
+}
+
+static void deadline_hook(lua_State *L, lua_Debug *ar) {
+    (void)ar;
+    sbx_state *S = state_of(L);
+    if (atomic_load_explicit(&S->interrupted, memory_order_relaxed)) luaL_error(L, "interrupted");
+    if (S->deadline_ns && !S->deadline_exceeded && sbx_monotonic_ns() >= S->deadline_ns)
+        S->deadline_exceeded = 1;
+    // Raised again at every later hook, so a pcall that swallows it gains nothing.
+    if (S->deadline_exceeded) luaL_error(L, "deadline exceeded");
+}
+
+/// Deadline, memory and interrupt errors must reach the host whatever the script does.
+static int must_propagate(sbx_state *S, int status) {
+    if (status == LUA_ERRMEM) S->memory_exceeded = 1;
+    return S->deadline_exceeded || S->memory_exceeded ||
+           atomic_load_explicit(&S->interrupted, memory_order_relaxed);
+}
+
+// MARK: value encoding
+
+static const char *encode_value(lua_State *L, int index, sbx_buffer *b, int depth,
+                                const void **path);
+
+static const char *encode_table(lua_State *L, int index, sbx_buffer *b, int depth,
+                                const void **path) {
+    const void *identity = lua_topointer(L, index);
+    for (int i = 0; i < depth; i++)
+        if (path[i] == identity) return "a cyclic table cannot leave the sandbox";
+    if (depth >= SBX_MAX_DEPTH) return "a table nested too deeply to leave the sandbox";
+    if (!lua_checkstack(L, 3)) return "out of stack space while reading a table";
+    path[depth] = identity;
+    if (append_u8(b, SBX_TAG_TABLE) || append_u32(b, 0)) return "out of memory";
+    size_t count_at = b->length - 4;
+    uint32_t count = 0;
+    lua_pushnil(L);
+    while (lua_next(L, index)) {  // raw traversal: no __pairs, no __index
+        int top = lua_gettop(L);
+        const char *error = encode_value(L, top - 1, b, depth + 1, path);
+        if (!error) error = encode_value(L, top, b, depth + 1, path);
+        if (error) {
+            lua_settop(L, top - 2);
+            return error;
+        }
+        lua_pop(L, 1);
+        count++;
+    }
+    put_u32(b->data + count_at, count);
+    return NULL;
+}
+
+static const char *encode_value(lua_State *L, int index, sbx_buffer *b, int depth,
+                                const void **path) {
+    int fail = 0;
+    switch (lua_type(L, index)) {
+    case LUA_TNIL: fail = append_u8(b, SBX_TAG_NIL); break;
+    case LUA_TBOOLEAN:
+        fail = append_u8(b, lua_toboolean(L, index) ? SBX_TAG_TRUE : SBX_TAG_FALSE);
+        break;
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, index)) {
+            fail = append_u8(b, SBX_TAG_INTEGER) ||
+                   append_u64(b, (uint64_t)lua_tointeger(L, index));
+        } else {
+            lua_Number n = lua_tonumber(L, index);
+            uint64_t bits;
+            memcpy(&bits, &n, sizeof bits);
+            fail = append_u8(b, SBX_TAG_NUMBER) || append_u64(b, bits);
+        }
+        break;
+    case LUA_TSTRING: {
+        size_t length;
+        const char *s = lua_tolstring(L, index, &length);  // a string: no conversion
+        if (length > UINT32_MAX) return "a string too long to leave the sandbox";
+        fail = append_u8(b, SBX_TAG_STRING) || append_u32(b, (uint32_t)length) ||
+               sbx_buffer_append(b, s, length);
+        break;
+    }
+    case LUA_TTABLE: return encode_table(L, index, b, depth, path);
+    default: return lua_typename(L, lua_type(L, index));
+    }
+    return fail ? "out of memory" : NULL;
+}
+
+/// Encodes the stack slots first..last as a tuple. On failure returns a message; a bare
+/// type name means a value of that type cannot leave the sandbox.
+static const char *encode_tuple(lua_State *L, int first, int last, sbx_buffer *b) {
+    const void *path[SBX_MAX_DEPTH];
+    b->length = 0;
+    if (append_u32(b, (uint32_t)(last >= first ? last - first + 1 : 0))) return "out of memory";
+    for (int i = first; i <= last; i++) {
+        const char *error = encode_value(L, i, b, 0, path);
+        if (error) return error;
+    }
+    return NULL;
+}
+
+typedef struct reader {
+    const uint8_t *data;
+    size_t length;
+    size_t position;
+} reader;
+
+static int read_bytes(reader *r, void *out, size_t n) {
+    if (r->length - r->position < n) return -1;
+    memcpy(out, r->data + r->position, n);
+    r->position += n;
+    return 0;
+}
+
+static int read_u32(reader *r, uint32_t *v) {
+    uint8_t b[4];
+    if (read_bytes(r, b, 4)) return -1;
+    *v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    return 0;
+}
+
+static int read_u64(reader *r, uint64_t *v) {
+    uint8_t b[8];
+    if (read_bytes(r, b, 8)) return -1;
+    *v = 0;
+    for (int i = 0; i < 8; i++) *v |= (uint64_t)b[i] << (8 * i);
+    return 0;
+}
+
+/// Pushes one decoded value. Lua allocation errors long-jump from here, which is fine:
+/// only C frames lie between this and the protected call.
+static int push_value(lua_State *L, reader *r, int depth) {
+    uint8_t tag;
+    if (depth > SBX_MAX_DEPTH || !lua_checkstack(L, 3) || read_bytes(r, &tag, 1)) return -1;
+    switch (tag) {
+    case SBX_TAG_NIL: lua_pushnil(L); return 0;
+    case SBX_TAG_FALSE: lua_pushboolean(L, 0); return 0;
+    case SBX_TAG_TRUE: lua_pushboolean(L, 1); return 0;
+    case SBX_TAG_INTEGER: {
+        uint64_t v;
+        if (read_u64(r, &v)) return -1;
+        lua_pushinteger(L, (lua_Integer)v);
+        return 0;
+    }
+    case SBX_TAG_NUMBER: {
+        uint64_t bits;
+        lua_Number n;
+        if (read_u64(r, &bits)) return -1;
+        memcpy(&n, &bits, sizeof n);
+        lua_pushnumber(L, n);
+        return 0;
+    }
+    case SBX_TAG_STRING: {
+        uint32_t length;
+        if (read_u32(r, &length) || r->length - r->position < length) return -1;
+        lua_pushlstring(L, (const char *)r->data + r->position, length);
+        r->position += length;
+        return 0;
+    }
+    case SBX_TAG_TABLE: {
+        uint32_t count;
+        if (read_u32(r, &count) || count > r->length - r->position) return -1;
+        lua_createtable(L, 0, (int)(count > 1024 ? 1024 : count));
+        for (uint32_t i = 0; i < count; i++) {
+            if (push_value(L, r, depth + 1) || push_value(L, r, depth + 1)) return -1;
+            if (lua_isnil(L, -2) || (lua_type(L, -2) == LUA_TNUMBER && lua_tonumber(L, -2) != lua_tonumber(L, -2)))
+                return -1;  // nil or NaN key
+            lua_rawset(L, -3);
+        }
+        return 0;
+    }
+    default: return -1;
+    }
+}
+
+static int push_tuple(lua_State *L, const uint8_t *data, size_t length) {
+    reader r = {data, length, 0};
+    uint32_t count;
+    if (read_u32(&r, &count) || count > length) luaL_error(L, "malformed values from the host");
+    if (!lua_checkstack(L, (int)count + 3)) luaL_error(L, "too many values from the host");
+    for (uint32_t i = 0; i < count; i++)
+        if (push_value(L, &r, 0)) luaL_error(L, "malformed values from the host");
+    return (int)count;
+}
+
+// MARK: logs
+
+void sbx_log(sbx_state *S, int level, const char *message, size_t length) {
+    sbx_outcome *o = S->outcome;
+    if (!o) return;
+    if (length > SBX_LOG_RECORD_BYTES) length = SBX_LOG_RECORD_BYTES;
+    if (S->log_records >= SBX_LOG_RECORDS || o->logs.length + length + 5 > SBX_LOG_BYTES) {
+        o->dropped_logs++;
+        return;
+    }
+    if (append_u8(&o->logs, (uint8_t)level) || append_u32(&o->logs, (uint32_t)length) ||
+        sbx_buffer_append(&o->logs, message, length)) {
+        o->dropped_logs++;
+        return;
+    }
+    S->log_records++;
+}
+
+// MARK: sandboxed replacements of standard functions
+
+static int finish_pcall(lua_State *L, int status, lua_KContext extra) {
+    if (status != LUA_OK && status != LUA_YIELD) {
+        if (must_propagate(state_of(L), status)) return lua_error(L);
+        lua_pushboolean(L, 0);
+        lua_pushvalue(L, -2);
+        return 2;
+    }
+    return lua_gettop(L) - (int)extra;
+}
+
+static int sandbox_pcall(lua_State *L) {
+    luaL_checkany(L, 1);
+    lua_pushboolean(L, 1);
+    lua_insert(L, 1);
+    int status = lua_pcallk(L, lua_gettop(L) - 2, LUA_MULTRET, 0, 0, finish_pcall);
+    return finish_pcall(L, status, 0);
+}
+
+static int sandbox_xpcall(lua_State *L) {
+    int n = lua_gettop(L);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushboolean(L, 1);
+    lua_pushvalue(L, 1);
+    lua_rotate(L, 3, 2);
+    int status = lua_pcallk(L, n - 2, LUA_MULTRET, 2, 2, finish_pcall);
+    return finish_pcall(L, status, 2);
+}
+
+/// coroutine.resume's core; on error leaves the error object on L and returns -1.
+static int resume_coroutine(lua_State *L, lua_State *co, int nargs) {
+    if (!lua_checkstack(co, nargs)) {
+        lua_pushliteral(L, "too many arguments to resume");
+        return -1;
+    }
+    lua_xmove(L, co, nargs);
+    int nresults;
+    int status = lua_resume(co, L, nargs, &nresults);
+    if (status == LUA_OK || status == LUA_YIELD) {
+        if (!lua_checkstack(L, nresults + 1)) {
+            lua_pop(co, nresults);
+            lua_pushliteral(L, "too many results to resume");
+            return -1;
+        }
+        lua_xmove(co, L, nresults);
+        return nresults;
+    }
+    lua_xmove(co, L, 1);
+    if (must_propagate(state_of(L), status)) lua_error(L);
+    return -1;
+}
+
+static int sandbox_resume(lua_State *L) {
+    lua_State *co = lua_tothread(L, 1);
+    luaL_argexpected(L, co, 1, "coroutine");
+    int n = resume_coroutine(L, co, lua_gettop(L) - 1);
+    if (n < 0) {
+        lua_pushboolean(L, 0);
+        lua_insert(L, -2);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    lua_insert(L, -(n + 1));
+    return n + 1;
+}
+
+static int wrapped_coroutine(lua_State *L) {
+    lua_State *co = lua_tothread(L, lua_upvalueindex(1));
+    int n = resume_coroutine(L, co, lua_gettop(L));
+    if (n < 0) {
+        int status = lua_status(co);
+        if (status != LUA_OK && status != LUA_YIELD) {
+            lua_resetthread(co);  // close its to-be-closed variables
+            lua_xmove(co, L, 1);
+        }
+        if (lua_type(L, -1) == LUA_TSTRING) {
+            luaL_where(L, 1);
+            lua_insert(L, -2);
+            lua_concat(L, 2);
+        }
+        return lua_error(L);
+    }
+    return n;
+}
+
+static int sandbox_wrap(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_State *co = lua_newthread(L);
+    lua_pushvalue(L, 1);
+    lua_xmove(L, co, 1);
+    lua_pushcclosure(L, wrapped_coroutine, 1);
+    return 1;
+}
+
+static int sandbox_load(lua_State *L) {
+    size_t length;
+    if (lua_type(L, 1) != LUA_TSTRING)
+        return luaL_argerror(L, 1, "only source text can be loaded in the sandbox");
+    const char *source = lua_tolstring(L, 1, &length);
+    const char *chunk_name = luaL_optstring(L, 2, source);
+    int has_env = !lua_isnone(L, 4);
+    if (luaL_loadbufferx(L, source, length, chunk_name, "t") != LUA_OK) {
+        lua_pushnil(L);
+        lua_insert(L, -2);
+        return 2;
+    }
+    if (has_env) lua_pushvalue(L, 4);
+    else lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_ENV);  // the script's own globals
+    lua_setupvalue(L, -2, 1);
+    return 1;
+}
+
+static int sandbox_setmetatable(lua_State *L) {
+    if (lua_type(L, 2) == LUA_TTABLE) {
+        lua_pushliteral(L, "__gc");
+        if (lua_rawget(L, 2) != LUA_TNIL)
+            return luaL_error(L, "__gc metamethods are not allowed in the sandbox");
+        lua_pop(L, 1);
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+static int sandbox_collectgarbage(lua_State *L) {
+    const char *option = luaL_optstring(L, 1, "collect");
+    if (strcmp(option, "count") != 0)
+        return luaL_error(L, "collectgarbage('%s') is not allowed in the sandbox; only 'count' is",
+                          option);
+    int kilobytes = lua_gc(L, LUA_GCCOUNT);
+    int bytes = lua_gc(L, LUA_GCCOUNTB);
+    lua_pushnumber(L, (lua_Number)kilobytes + ((lua_Number)bytes / 1024));
+    return 1;
+}
+
+static int sandbox_print(lua_State *L) {
+    int n = lua_gettop(L);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 1; i <= n; i++) {
+        if (i > 1) luaL_addchar(&b, '\t');
+        luaL_tolstring(L, i, NULL);  // may run __tostring: we are inside a protected call
+        luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    size_t length;
+    const char *line = lua_tolstring(L, -1, &length);
+    sbx_log(state_of(L), SBX_LOG_PRINT, line, length);
+    return 0;
+}
+
+static int readonly_newindex(lua_State *L) {
+    return luaL_error(L, "attempt to modify the read-only library '%s'",
+                      lua_tostring(L, lua_upvalueindex(1)));
+}
+
+// __pairs of a read-only proxy: iterate the library itself.
+static int readonly_pairs(lua_State *L) {
+    lua_pushvalue(L, lua_upvalueindex(2));  // next
+    lua_pushvalue(L, lua_upvalueindex(1));  // the library
+    lua_pushnil(L);
+    return 3;
+}
+
+/// Replaces the table on top of the stack with a read-only userdata proxy of it:
+/// `rawset` cannot reach a userdata, and its metatable is locked.
+static void make_readonly(lua_State *L, const char *name) {
+    int library = lua_gettop(L);
+    lua_newuserdatauv(L, 0, 0);
+    lua_createtable(L, 0, 5);
+    lua_pushvalue(L, library);
+    lua_setfield(L, -2, "__index");
+    lua_pushstring(L, name);
+    lua_pushcclosure(L, readonly_newindex, 1);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushvalue(L, library);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_BASE);
+    lua_getfield(L, -1, "next");
+    lua_remove(L, -2);
+    lua_pushcclosure(L, readonly_pairs, 2);
+    lua_setfield(L, -2, "__pairs");
+    lua_pushliteral(L, "read-only");
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+    lua_replace(L, library);
+}
+
+static int readonly_for_prelude(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    const char *name = luaL_optstring(L, 2, "table");
+    lua_settop(L, 1);
+    make_readonly(L, name);
+    return 1;
+}
+
+// MARK: building the sandbox
+
+static const char *const base_functions[] = {
+    "assert", "error", "getmetatable", "ipairs", "next", "pairs", "rawequal", "rawget",
+    "rawlen", "rawset", "select", "tonumber", "tostring", "type", "_VERSION", NULL};
+
+static const char *const os_functions[] = {"clock", "time", "date", "difftime", NULL};
+
+/// Builds the table of standard globals every script starts each call with.
+static int build_base(lua_State *L) {
+    luaL_requiref(L, LUA_GNAME, luaopen_base, 1);
+    luaL_requiref(L, LUA_STRLIBNAME, luaopen_string, 0);
+    luaL_requiref(L, LUA_TABLIBNAME, luaopen_table, 0);
+    luaL_requiref(L, LUA_MATHLIBNAME, luaopen_math, 0);
+    luaL_requiref(L, LUA_UTF8LIBNAME, luaopen_utf8, 0);
+    luaL_requiref(L, LUA_COLIBNAME, luaopen_coroutine, 0);
+    luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 0);
+    int os = lua_gettop(L), coroutine = os - 1, utf8 = os - 2, math = os - 3,
+        table = os - 4, string = os - 5, globals = os - 6;
+
+    lua_newtable(L);
+    int base = lua_gettop(L);
+    for (const char *const *name = base_functions; *name; name++) {
+        lua_getfield(L, globals, *name);
+        lua_setfield(L, base, *name);
+    }
+    lua_pushcfunction(L, sandbox_pcall);
+    lua_setfield(L, base, "pcall");
+    lua_pushcfunction(L, sandbox_xpcall);
+    lua_setfield(L, base, "xpcall");
+    lua_pushcfunction(L, sandbox_load);
+    lua_setfield(L, base, "load");
+    lua_pushcfunction(L, sandbox_collectgarbage);
+    lua_setfield(L, base, "collectgarbage");
+    lua_pushcfunction(L, sandbox_print);
+    lua_setfield(L, base, "print");
+    lua_getfield(L, globals, "setmetatable");
+    lua_pushcclosure(L, sandbox_setmetatable, 1);
+    lua_setfield(L, base, "setmetatable");
+
+    // string: no dump; its metatable (shared by every string) is locked.
+    lua_pushnil(L);
+    lua_setfield(L, string, "dump");
+    lua_pushliteral(L, "");
+    lua_getmetatable(L, -1);
+    lua_pushliteral(L, "protected");
+    lua_setfield(L, -2, "__metatable");
+    lua_pop(L, 2);
+
+    lua_pushcfunction(L, sandbox_resume);
+    lua_setfield(L, coroutine, "resume");
+    lua_pushcfunction(L, sandbox_wrap);
+    lua_setfield(L, coroutine, "wrap");
+
+    lua_newtable(L);
+    for (const char *const *name = os_functions; *name; name++) {
+        lua_getfield(L, os, *name);
+        lua_setfield(L, -2, *name);
+    }
+    lua_replace(L, os);
+
+    lua_pushvalue(L, base);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_BASE);
+
+    const struct { int index; const char *name; } libraries[] = {
+        {string, LUA_STRLIBNAME}, {table, LUA_TABLIBNAME}, {math, LUA_MATHLIBNAME},
+        {utf8, LUA_UTF8LIBNAME}, {coroutine, LUA_COLIBNAME}, {os, LUA_OSLIBNAME}};
+    for (size_t i = 0; i < sizeof libraries / sizeof libraries[0]; i++) {
+        lua_pushvalue(L, libraries[i].index);
+        make_readonly(L, libraries[i].name);
+        lua_setfield(L, base, libraries[i].name);
+    }
+
+    // Nothing reaches the real global table, but empty it all the same.
+    lua_newtable(L);
+    lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    lua_newtable(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_HOST);
+    lua_newtable(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_PUBLIC);
+    return 0;
+}
+
+sbx_state *sbx_open(size_t memory_limit, void *host) {
+    sbx_state *S = calloc(1, sizeof *S);
+    if (!S) return NULL;
+    S->limit = memory_limit;
+    S->host = host;
+    atomic_init(&S->interrupted, 0);
+    S->L = lua_newstate(capped_alloc, S);
+    if (!S->L) {
+        free(S);
+        return NULL;
+    }
+    lua_State *L = S->L;
+    // Every thread copies this hook from its creator, so it is set before any script runs.
+    lua_sethook(L, deadline_hook, LUA_MASKCOUNT, SBX_HOOK_COUNT);
+    lua_pushcfunction(L, build_base);
+    if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+        sbx_close(S);
+        return NULL;
+    }
+    return S;
+}
+
+void sbx_close(sbx_state *S) {
+    if (!S) return;
+    // No script can own a finalizer (__gc is refused), so closing cannot hang.
+    lua_close(S->L);
+    sbx_buffer_free(&S->host_arguments);
+    sbx_buffer_free(&S->host_results);
+    free(S);
+}
+
+void sbx_interrupt(sbx_state *S) { atomic_store(&S->interrupted, 1); }
+int64_t sbx_deadline(const sbx_state *S) { return S->deadline_ns; }
+size_t sbx_memory_used(const sbx_state *S) { return S->used; }
+
+// MARK: host functions
+
+static int host_trampoline(lua_State *L) {
+    sbx_state *S = state_of(L);
+    int32_t id = (int32_t)lua_tointeger(L, lua_upvalueindex(1));
+    const char *error = encode_tuple(L, 1, lua_gettop(L), &S->host_arguments);
+    if (error) {
+        if (strchr(error, ' ')) return luaL_error(L, "%s", error);
+        return luaL_error(L, "a %s value cannot be passed to a host function", error);
+    }
+    S->host_results.length = 0;
+    int failed = host_callback ? host_callback(S->host, id, S->host_arguments.data,
+                                               S->host_arguments.length, &S->host_results)
+                               : 1;
+    if (failed) {
+        lua_pushlstring(L, (const char *)S->host_results.data, S->host_results.length);
+        return lua_error(L);
+    }
+    return push_tuple(L, S->host_results.data, S->host_results.length);
+}
+
+typedef struct host_function {
+    const char *module;
+    const char *name;
+    int32_t id;
+    int is_public;
+} host_function;
+
+static int add_host_function(lua_State *L) {
+    const host_function *f = lua_touserdata(L, 1);
+    lua_pushinteger(L, f->id);
+    lua_pushcclosure(L, host_trampoline, 1);
+    int closure = lua_gettop(L);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_HOST);
+    luaL_getsubtable(L, -1, f->module);
+    lua_pushvalue(L, closure);
+    lua_setfield(L, -2, f->name);
+    if (f->is_public) {
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_PUBLIC);
+        luaL_getsubtable(L, -1, f->module);
+        lua_pushvalue(L, closure);
+        lua_setfield(L, -2, f->name);
+    }
+    return 0;
+}
+
+int sbx_add_host_function(sbx_state *S, const char *module, const char *name,
+                          int32_t function_id, int is_public) {
+    if (S->sealed) return -1;
+    host_function f = {module, name, function_id, is_public};
+    lua_settop(S->L, 0);
+    lua_pushcfunction(S->L, add_host_function);
+    lua_pushlightuserdata(S->L, &f);
+    int status = lua_pcall(S->L, 1, 0, 0);
+    lua_settop(S->L, 0);
+    return status == LUA_OK ? 0 : -1;
+}
+
+static int seal(lua_State *L) {
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_BASE);
+    int base = lua_gettop(L);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_PUBLIC);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        make_readonly(L, lua_tostring(L, -2));
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, base);
+    }
+    return 0;
+}
+
+int sbx_seal(sbx_state *S) {
+    if (S->sealed) return -1;
+    lua_settop(S->L, 0);
+    lua_pushcfunction(S->L, seal);
+    int status = lua_pcall(S->L, 0, 0, 0);
+    lua_settop(S->L, 0);
+    S->sealed = status == LUA_OK;
+    return S->sealed ? 0 : -1;
+}
+
+// MARK: protected runs
+
+enum { RUN_PRELUDE, RUN_SCRIPT, RUN_CALL };
+
+typedef struct run_request {
+    int kind;
+    const char *chunk_name;
+    const char *source;
+    size_t source_length;
+    const char *entry;
+    const uint8_t *arguments;
+    size_t arguments_length;
+    int syntax_error;
+    int value_error;
+} run_request;
+
+/// The message handler: records a message that never runs a metamethod, the innermost
+/// script line, and a traceback. Returns the error object unchanged.
+static int message_handler(lua_State *L) {
+    sbx_state *S = state_of(L);
+    sbx_outcome *o = S->outcome;
+    char scratch[64];
+    size_t length = 0;
+    const char *text;
+    switch (lua_type(L, 1)) {
+    case LUA_TSTRING: text = lua_tolstring(L, 1, &length); break;
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, 1))
+            length = (size_t)snprintf(scratch, sizeof scratch, LUA_INTEGER_FMT, lua_tointeger(L, 1));
+        else
+            length = (size_t)snprintf(scratch, sizeof scratch, LUA_NUMBER_FMT, lua_tonumber(L, 1));
+        text = scratch;
+        break;
+    default:
+        length = (size_t)snprintf(scratch, sizeof scratch, "(error object is a %s value)",
+                                  luaL_typename(L, 1));
+        text = scratch;
+    }
+    set_text(&o->message, text, length);
+
+    // The innermost frame of a file chunk ('@'), else of any Lua code.
+    lua_Debug ar;
+    int fallback_found = 0;
+    o->location.length = 0;
+    for (int level = 1; lua_getstack(L, level, &ar); level++) {
+        if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
+        int is_file = ar.source[0] == '@';
+        if (is_file || !fallback_found) {
+            length = (size_t)snprintf(scratch, sizeof scratch, ":%d", ar.currentline);
+            set_text(&o->location, ar.short_src, strlen(ar.short_src));
+            sbx_buffer_append(&o->location, scratch, length);
+            fallback_found = 1;
+        }
+        if (is_file) break;
+    }
+    luaL_traceback(L, L, NULL, 1);  // may fail at the memory cap; the message is kept
+    text = lua_tolstring(L, -1, &length);
+    set_text(&o->traceback, text, length);
+    lua_settop(L, 1);
+    return 1;
+}
+
+static void reset_globals(lua_State *L, int env) {
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_BASE);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, env);
+    }
+    lua_pop(L, 1);
+    lua_pushvalue(L, env);
+    lua_setfield(L, env, LUA_GNAME);
+}
+
+static int run_chunk(lua_State *L, run_request *rq, int env) {
+    int status = luaL_loadbufferx(L, rq->source, rq->source_length, rq->chunk_name, "t");
+    if (status != LUA_OK) {
+        size_t length;
+        const char *message = lua_tolstring(L, -1, &length);
+        set_text(&state_of(L)->outcome->message, message, length);
+        rq->syntax_error = 1;
+        return 0;
+    }
+    lua_pushvalue(L, env);
+    lua_setupvalue(L, -2, 1);
+    return 1;
+}
+
+static int protected_run(lua_State *L) {
+    run_request *rq = lua_touserdata(L, 1);
+    sbx_state *S = state_of(L);
+    lua_settop(L, 0);
+    int first = 1;
+    switch (rq->kind) {
+    case RUN_PRELUDE: {
+        lua_newtable(L);  // 1: the prelude's environment
+        reset_globals(L, 1);
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_HOST);
+        lua_setfield(L, 1, "host");
+        lua_pushcfunction(L, readonly_for_prelude);
+        lua_setfield(L, 1, "readonly");
+        if (!run_chunk(L, rq, 1)) return 0;
+        lua_newtable(L);
+        lua_insert(L, 2);  // 2: extra globals for the script, 3: the prelude
+        lua_pushvalue(L, 2);
+        lua_call(L, 1, 1);
+        if (!lua_istable(L, -1)) luaL_error(L, "the prelude must return a table of entry points");
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_ENTRIES);
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_BASE);  // 3
+        lua_pushnil(L);
+        while (lua_next(L, 2)) {
+            lua_pushvalue(L, -2);
+            lua_insert(L, -2);
+            lua_rawset(L, 3);
+        }
+        return 0;
+    }
+    case RUN_SCRIPT:
+        lua_newtable(L);  // 1: the script's globals
+        lua_pushvalue(L, 1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_ENV);
+        reset_globals(L, 1);
+        if (!run_chunk(L, rq, 1)) return 0;
+        lua_call(L, 0, 1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_EXPORTS);
+        return 0;
+    default: {
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_ENV);
+        reset_globals(L, 1);
+        lua_settop(L, 0);
+        int nargs = 0;
+        if (lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_ENTRIES) == LUA_TTABLE &&
+            lua_getfield(L, -1, rq->entry) == LUA_TFUNCTION) {
+            lua_remove(L, 1);
+            lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_EXPORTS);
+            nargs = 1;
+        } else {
+            lua_settop(L, 0);
+            if (lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_EXPORTS) != LUA_TTABLE)
+                luaL_error(L, "the script returned no table, so it has no function '%s'", rq->entry);
+            lua_pushstring(L, rq->entry);
+            if (lua_rawget(L, 1) != LUA_TFUNCTION)
+                luaL_error(L, "the script has no function '%s'", rq->entry);
+            lua_remove(L, 1);
+        }
+        nargs += push_tuple(L, rq->arguments, rq->arguments_length);
+        lua_call(L, nargs, LUA_MULTRET);
+        const char *error = encode_tuple(L, first, lua_gettop(L), &S->outcome->results);
+        if (error) {
+            rq->value_error = 1;
+            if (strchr(error, ' ')) return luaL_error(L, "%s", error);
+            return luaL_error(L, "a %s value cannot leave the sandbox", error);
+        }
+        return 0;
+    }
+    }
+}
+
+static void run(sbx_state *S, run_request *rq, int64_t deadline_ns, sbx_outcome *o) {
+    lua_State *L = S->L;
+    memset(o, 0, sizeof *o);
+    S->outcome = o;
+    S->log_records = 0;
+    S->deadline_ns = deadline_ns;
+    S->deadline_exceeded = 0;
+    S->memory_exceeded = 0;
+    atomic_store(&S->interrupted, 0);
+    lua_settop(L, 0);
+    // Light C functions and light userdata: nothing here allocates outside protection.
+    lua_pushcfunction(L, message_handler);
+    lua_pushcfunction(L, protected_run);
+    lua_pushlightuserdata(L, rq);
+    int status = lua_pcall(L, 1, 0, 1);
+    if (status == LUA_OK && rq->syntax_error) o->status = SBX_ERROR_SYNTAX;
+    else if (status == LUA_OK) o->status = SBX_OK;
+    else if (S->memory_exceeded || status == LUA_ERRMEM) o->status = SBX_ERROR_MEMORY;
+    else if (S->deadline_exceeded) o->status = SBX_ERROR_DEADLINE;
+    else if (atomic_load(&S->interrupted)) o->status = SBX_ERROR_INTERRUPTED;
+    else if (rq->value_error) o->status = SBX_ERROR_VALUE;
+    else o->status = SBX_ERROR_RUNTIME;
+    if (status == LUA_ERRERR && o->message.length == 0)
+        set_text(&o->message, "error in error handling", 23);
+    lua_settop(L, 0);
+    S->deadline_ns = 0;
+    S->outcome = NULL;
+}
+
+void sbx_run_prelude(sbx_state *S, const char *chunk_name, const char *source,
+                     size_t source_length, int64_t deadline_ns, sbx_outcome *outcome) {
+    run_request rq = {.kind = RUN_PRELUDE, .chunk_name = chunk_name, .source = source,
+                      .source_length = source_length};
+    run(S, &rq, deadline_ns, outcome);
+}
+
+void sbx_load_script(sbx_state *S, const char *chunk_name, const char *source,
+                     size_t source_length, int64_t deadline_ns, sbx_outcome *outcome) {
+    run_request rq = {.kind = RUN_SCRIPT, .chunk_name = chunk_name, .source = source,
+                      .source_length = source_length};
+    run(S, &rq, deadline_ns, outcome);
+    if (outcome->status == SBX_OK) S->loaded = 1;
+}
+
+void sbx_call(sbx_state *S, const char *entry, const uint8_t *arguments,
+              size_t arguments_length, int64_t deadline_ns, sbx_outcome *outcome) {
+    if (!S->loaded) {
+        memset(outcome, 0, sizeof *outcome);
+        outcome->status = SBX_ERROR_RUNTIME;
+        set_text(&outcome->message, "no script is loaded", 19);
+        return;
+    }
+    run_request rq = {.kind = RUN_CALL, .entry = entry, .arguments = arguments,
+                      .arguments_length = arguments_length};
+    run(S, &rq, deadline_ns, outcome);
+}

@@ -1,0 +1,331 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Synchronization
+internal import CLuaSandbox
+
+/// A loaded script: which state, in which worker.
+public struct ScriptHandle: Sendable, Hashable {
+    public let id: UInt32
+    let slot: Int
+}
+
+/// The supervisor: runs scripts in worker processes under hard deadlines and memory caps.
+///
+/// Each script gets its own Lua state inside one of `workerCount` worker processes. A
+/// call's deadline is kept twice: the count hook stops Lua code at the deadline, and if
+/// the call has still not answered `killGrace` later (a long C call, a runaway pattern),
+/// the worker is killed with SIGKILL, replaced, and its scripts reloaded. The overrunning
+/// call fails with `deadlineExceeded`; calls on other workers carry on. The supervisor
+/// never blocks on a worker: requests are written without waiting and answers are read
+/// on a thread of their own.
+public final class LuaEngine: Sendable {
+    public struct Configuration: Sendable {
+        /// The worker executable: one whose `main` calls `SandboxWorker.run(modules:)`.
+        public var workerExecutable: String
+        public var workerCount: Int
+        /// Cap on each script state's allocations.
+        public var memoryLimit: Int
+        /// The deadline of loads, and of calls made with `.default`.
+        public var defaultDeadline: Duration
+        /// How long after a deadline a call that has not answered is stopped by killing its
+        /// worker (at most 250 ms).
+        public var killGrace: Duration
+        /// Trusted Lua run in every state before the script (see `sbx_run_prelude`).
+        public var prelude: ScriptSource?
+
+        public init(workerExecutable: String, workerCount: Int = 2, memoryLimit: Int = 32 << 20,
+                    defaultDeadline: Duration = .seconds(45), killGrace: Duration = .milliseconds(200),
+                    prelude: ScriptSource? = nil) {
+            self.workerExecutable = workerExecutable
+            self.workerCount = workerCount
+            self.memoryLimit = memoryLimit
+            self.defaultDeadline = defaultDeadline
+            self.killGrace = min(killGrace, .milliseconds(250))
+            self.prelude = prelude
+        }
+
+        /// The path of `name` in the directory of the running executable, where SwiftPM
+        /// puts every product of a package.
+        public static func executableBesideCurrent(named name: String) -> String {
+            var path = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let length = readlink("/proc/self/exe", &path, Int(PATH_MAX))
+            guard length > 0 else { return name }
+            let current = String(decoding: path[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            guard let slash = current.lastIndex(of: "/") else { return name }
+            return current[...slash] + name
+        }
+    }
+
+    public let configuration: Configuration
+    private let slots: [WorkerSlot]
+    private let nextScriptID = Atomic<UInt32>(0)
+
+    /// Starts the worker processes.
+    public init(_ configuration: Configuration) throws(LuaEngineError) {
+        guard configuration.workerCount >= 1 else { throw LuaEngineError("an engine needs at least one worker") }
+        self.configuration = configuration
+        var slots: [WorkerSlot] = []
+        for index in 0..<configuration.workerCount {
+            do {
+                slots.append(try WorkerSlot(index: index, configuration: configuration))
+            } catch {
+                slots.forEach { $0.stop() }
+                throw error
+            }
+        }
+        self.slots = slots
+    }
+
+    deinit { shutdown() }
+
+    /// Loads a script into the least busy worker and runs its main chunk.
+    public func load(_ source: ScriptSource) async throws(LuaScriptError) -> ScriptHandle {
+        let id = nextScriptID.add(1, ordering: .relaxed).newValue
+        let slot = slots.min { $0.scriptCount < $1.scriptCount }!
+        let handle = ScriptHandle(id: id, slot: slot.index)
+        try await install(source, as: handle)
+        return handle
+    }
+
+    /// Loads a new version of a script; if it fails to load, the old version keeps running.
+    public func replace(_ script: ScriptHandle, with source: ScriptSource) async throws(LuaScriptError) {
+        try await install(source, as: script)
+    }
+
+    private func install(_ source: ScriptSource, as script: ScriptHandle) async throws(LuaScriptError) {
+        let deadline = Deadline.after(configuration.defaultDeadline)
+        let outcome = await slots[script.slot].perform(
+            .load(script: script.id, source: source, deadline: deadline.nanoseconds),
+            deadline: deadline, installing: (script.id, source))
+        _ = try outcome.decoded(memoryLimit: configuration.memoryLimit).get()
+    }
+
+    /// Calls `entry` in the script (see `SandboxedState.call`) and returns what it produced.
+    public func call(_ script: ScriptHandle, _ entry: String, _ arguments: [LuaValue] = [],
+                     deadline: CallDeadline = .default) async -> CallOutcome {
+        let deadline: Deadline? = switch deadline {
+        case .default: .after(configuration.defaultDeadline)
+        case .after(let duration): .after(duration)
+        case .unlimited: nil
+        }
+        let frame = WorkerFrame.call(script: script.id, entry: entry, arguments: LuaValueCodec.encode(tuple: arguments),
+                                     deadline: deadline?.nanoseconds ?? 0)
+        return await slots[script.slot].perform(frame, deadline: deadline, installing: nil)
+            .decoded(memoryLimit: configuration.memoryLimit)
+    }
+
+    public func unload(_ script: ScriptHandle) {
+        slots[script.slot].unload(script.id)
+    }
+
+    /// Stops every worker; calls in flight fail with `workerLost`.
+    public func shutdown() {
+        slots.forEach { $0.stop() }
+    }
+
+    /// The worker processes' ids, in slot order (for monitoring and tests).
+    public var workerProcessIDs: [Int32] { slots.map(\.processID) }
+}
+
+/// One worker process, its replacements, and the requests in flight to it.
+private final class WorkerSlot: Sendable {
+    struct Pending {
+        let continuation: CheckedContinuation<RawOutcome, Never>?
+        /// When the worker is killed if the request has not been answered.
+        let killAt: Int64?
+        /// A script version to remember for reloads once it loads.
+        let installing: (id: UInt32, source: ScriptSource)?
+    }
+
+    struct State {
+        var process: WorkerProcess?
+        var generation = 0
+        var nextRequestID: UInt64 = 0
+        var pending: [UInt64: Pending] = [:]
+        var scripts: [UInt32: ScriptSource] = [:]
+        /// Set when the watchdog killed the worker for an overrunning request.
+        var killedForDeadline = false
+        var stopped = false
+        var failure: String?
+        var watchdogAt: Int64?
+    }
+
+    let index: Int
+    private let configuration: LuaEngine.Configuration
+    private let state: Mutex<State>
+    private let readerQueue: DispatchQueue
+    // Dispatch sources are thread-safe; the type just predates Sendable.
+    private nonisolated(unsafe) let watchdog: any DispatchSourceTimer
+
+    init(index: Int, configuration: LuaEngine.Configuration) throws(LuaEngineError) {
+        self.index = index
+        self.configuration = configuration
+        let process = try WorkerProcess.spawn(executable: configuration.workerExecutable)
+        _ = process.write(WorkerFrame.configure(prelude: configuration.prelude,
+                                                memoryLimit: UInt64(configuration.memoryLimit)).encoded(id: 0))
+        state = Mutex(State(process: process))
+        readerQueue = DispatchQueue(label: "lua-sandbox.worker-reader.\(index)")
+        watchdog = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "lua-sandbox.watchdog.\(index)"))
+        watchdog.setEventHandler { [weak self] in self?.watchdogFired() }
+        watchdog.activate()
+        startReader(process, generation: 0)
+    }
+
+    var scriptCount: Int { state.withLock { $0.scripts.count + $0.pending.count } }
+    var processID: Int32 { state.withLock { $0.process?.pid ?? 0 } }
+
+    func perform(_ frame: WorkerFrame, deadline: Deadline?, installing: (UInt32, ScriptSource)?) async -> RawOutcome {
+        if Task.isCancelled { return RawOutcome(error: LuaScriptError(.cancelled, "cancelled")) }
+        let killAt = deadline.map { $0.nanoseconds.addingReportingOverflow(Int64(nanoseconds(configuration.killGrace))).partialValue }
+        let id = state.withLock { state in
+            state.nextRequestID += 1
+            return state.nextRequestID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let refused: String? = state.withLock { state in
+                    guard !state.stopped, let process = state.process else {
+                        return state.failure ?? "the engine has shut down"
+                    }
+                    state.pending[id] = Pending(continuation: continuation, killAt: killAt, installing: installing)
+                    if let killAt { scheduleWatchdog(killAt, &state) }
+                    // A worker that does not take a frame is hung; its end fails this request.
+                    if !process.write(frame.encoded(id: id)) { process.kill() }
+                    return nil
+                }
+                if let refused { continuation.resume(returning: RawOutcome(workerLost: refused)) }
+            }
+        } onCancel: {
+            cancel(id)
+        }
+    }
+
+    private func cancel(_ id: UInt64) {
+        let pending = state.withLock { state -> Pending? in
+            guard let pending = state.pending.removeValue(forKey: id) else { return nil }
+            _ = state.process?.write(WorkerFrame.cancel.encoded(id: id))
+            return pending
+        }
+        pending?.continuation?.resume(returning: RawOutcome(error: LuaScriptError(.cancelled, "cancelled")))
+    }
+
+    func unload(_ script: UInt32) {
+        state.withLock { state in
+            state.scripts.removeValue(forKey: script)
+            _ = state.process?.write(WorkerFrame.unload(script: script).encoded(id: 0))
+        }
+    }
+
+    func stop() {
+        let (process, pending) = state.withLock { state in
+            state.stopped = true
+            defer { state.pending = [:] }
+            return (state.process, state.pending)
+        }
+        watchdog.cancel()
+        process?.kill()
+        for request in pending.values {
+            request.continuation?.resume(returning: RawOutcome(workerLost: "the engine has shut down"))
+        }
+    }
+
+    // MARK: reading answers, and replacing a worker that ends
+
+    private func startReader(_ process: WorkerProcess, generation: Int) {
+        readerQueue.async { [self] in
+            process.readFrames { body in
+                guard case (let id, .outcome(let outcome))? = try? WorkerFrame.decode(body) else { return false }
+                let pending = state.withLock { state -> Pending? in
+                    guard state.generation == generation, let pending = state.pending.removeValue(forKey: id) else {
+                        return nil
+                    }
+                    if let installing = pending.installing, outcome.succeeded {
+                        state.scripts[installing.id] = installing.source
+                    }
+                    return pending
+                }
+                pending?.continuation?.resume(returning: outcome)
+                return true
+            }
+            workerEnded(process, generation: generation)
+        }
+    }
+
+    private func workerEnded(_ process: WorkerProcess, generation: Int) {
+        process.kill()  // it may have closed its socket and still be running
+        let ending = process.reap()
+        let (lost, reason, replacement) = state.withLock { state -> ([Pending], String, WorkerProcess?) in
+            guard state.generation == generation, !state.stopped else { return ([], "", nil) }
+            let lost = Array(state.pending.values)
+            state.pending = [:]
+            let reason = state.killedForDeadline
+                ? "its worker was restarted because another call there overran its deadline"
+                : "its worker process \(ending)"
+            state.killedForDeadline = false
+            state.generation += 1
+            state.watchdogAt = nil
+            do {
+                let replacement = try WorkerProcess.spawn(executable: configuration.workerExecutable)
+                state.process = replacement
+                reload(into: replacement, &state)
+                return (lost, reason, replacement)
+            } catch {
+                state.process = nil
+                state.failure = "no worker is running: \(error)"
+                return (lost, reason, nil)
+            }
+        }
+        if let replacement { startReader(replacement, generation: generation + 1) }
+        for request in lost { request.continuation?.resume(returning: RawOutcome(workerLost: reason)) }
+    }
+
+    /// Sends a new worker the configuration and every script it must hold again.
+    private func reload(into process: WorkerProcess, _ state: inout State) {
+        _ = process.write(WorkerFrame.configure(prelude: configuration.prelude,
+                                                memoryLimit: UInt64(configuration.memoryLimit)).encoded(id: 0))
+        for (script, source) in state.scripts {
+            let deadline = Deadline.after(configuration.defaultDeadline)
+            state.nextRequestID += 1
+            let killAt = deadline.nanoseconds + Int64(nanoseconds(configuration.killGrace))
+            state.pending[state.nextRequestID] = Pending(continuation: nil, killAt: killAt, installing: nil)
+            scheduleWatchdog(killAt, &state)
+            _ = process.write(WorkerFrame.load(script: script, source: source, deadline: deadline.nanoseconds)
+                .encoded(id: state.nextRequestID))
+        }
+    }
+
+    // MARK: the deadline watchdog
+
+    private func scheduleWatchdog(_ at: Int64, _ state: inout State) {
+        if let current = state.watchdogAt, current <= at { return }
+        state.watchdogAt = at
+        let delay = max(0, at - sbx_monotonic_ns())
+        watchdog.schedule(deadline: .now() + .nanoseconds(Int(clamping: delay)), repeating: .never)
+    }
+
+    private func watchdogFired() {
+        let overran = state.withLock { state -> [Pending] in
+            state.watchdogAt = nil
+            let now = sbx_monotonic_ns()
+            let expired = state.pending.filter { ($0.value.killAt ?? .max) <= now }
+            for id in expired.keys { state.pending.removeValue(forKey: id) }
+            if !expired.isEmpty {
+                state.killedForDeadline = true
+                state.process?.kill()
+            }
+            if let next = state.pending.values.compactMap(\.killAt).min() { scheduleWatchdog(next, &state) }
+            return Array(expired.values)
+        }
+        for request in overran {
+            request.continuation?.resume(returning: RawOutcome(
+                error: LuaScriptError(.deadlineExceeded, "deadline exceeded; stopped by ending its worker process")))
+        }
+    }
+}
+
+private func nanoseconds(_ duration: Duration) -> Int64 {
+    let (seconds, attoseconds) = duration.components
+    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+}

@@ -1,0 +1,133 @@
+/// A Lua value that can cross the sandbox boundary: between Swift and a Lua state, and
+/// between the supervisor and a worker process. Functions, userdata and threads stay
+/// inside the sandbox.
+public enum LuaValue: Sendable, Hashable {
+    case `nil`
+    case boolean(Bool)
+    case integer(Int64)
+    case number(Double)
+    /// Lua strings are byte strings: they may hold NULs and bytes that are not UTF-8.
+    case string([UInt8])
+    case table(LuaTable)
+
+    /// A string value from Swift text.
+    public static func text(_ text: String) -> LuaValue { .string(Array(text.utf8)) }
+
+    public var isNil: Bool { if case .nil = self { true } else { false } }
+
+    /// The value as text when it is a string (invalid UTF-8 is repaired).
+    public var stringValue: String? {
+        if case .string(let bytes) = self { String(decoding: bytes, as: UTF8.self) } else { nil }
+    }
+
+    public var bytesValue: [UInt8]? { if case .string(let bytes) = self { bytes } else { nil } }
+
+    /// Integers, and floats with an exact integer value, as Lua's `math.tointeger` would.
+    public var integerValue: Int64? {
+        switch self {
+        case .integer(let value): value
+        case .number(let value): Int64(exactly: value)
+        default: nil
+        }
+    }
+
+    public var numberValue: Double? {
+        switch self {
+        case .integer(let value): Double(value)
+        case .number(let value): value
+        default: nil
+        }
+    }
+
+    public var booleanValue: Bool? { if case .boolean(let value) = self { value } else { nil } }
+    public var tableValue: LuaTable? { if case .table(let value) = self { value } else { nil } }
+
+    /// Lua truthiness: everything but nil and false.
+    public var isTruthy: Bool {
+        switch self {
+        case .nil, .boolean(false): false
+        default: true
+        }
+    }
+
+    /// The Lua type name, as `type()` would say it.
+    public var typeName: String {
+        switch self {
+        case .nil: "nil"
+        case .boolean: "boolean"
+        case .integer, .number: "number"
+        case .string: "string"
+        case .table: "table"
+        }
+    }
+}
+
+/// A Lua table as a dictionary; `array` reads its sequence part.
+public struct LuaTable: Sendable, Hashable {
+    public var entries: [LuaValue: LuaValue]
+
+    public init(_ entries: [LuaValue: LuaValue] = [:]) { self.entries = entries }
+
+    /// A sequence 1...n.
+    public init(array: [LuaValue]) {
+        var entries: [LuaValue: LuaValue] = [:]
+        for (index, value) in array.enumerated() where !value.isNil {
+            entries[.integer(Int64(index + 1))] = value
+        }
+        self.entries = entries
+    }
+
+    public subscript(key: LuaValue) -> LuaValue {
+        get { entries[key] ?? .nil }
+        set { entries[key] = newValue.isNil ? nil : newValue }
+    }
+
+    public subscript(key: String) -> LuaValue {
+        get { self[.text(key)] }
+        set { self[.text(key)] = newValue }
+    }
+
+    /// The values at 1, 2, ... up to the first nil.
+    public var array: [LuaValue] {
+        var values: [LuaValue] = []
+        var index: Int64 = 1
+        while let value = entries[.integer(index)] {
+            values.append(value)
+            index += 1
+        }
+        return values
+    }
+
+    public var isEmpty: Bool { entries.isEmpty }
+}
+
+extension LuaValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByStringLiteral,
+    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+{
+    public init(nilLiteral: ()) { self = .nil }
+    public init(booleanLiteral value: Bool) { self = .boolean(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    public init(floatLiteral value: Double) { self = .number(value) }
+    public init(stringLiteral value: String) { self = .text(value) }
+    public init(arrayLiteral elements: LuaValue...) { self = .table(LuaTable(array: elements)) }
+    public init(dictionaryLiteral elements: (LuaValue, LuaValue)...) {
+        var table = LuaTable()
+        for (key, value) in elements { table[key] = value }
+        self = .table(table)
+    }
+}
+
+extension LuaValue: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .nil: "nil"
+        case .boolean(let value): String(value)
+        case .integer(let value): String(value)
+        case .number(let value): String(value)
+        case .string: "\"\(stringValue!)\""
+        case .table(let table):
+            "{" + table.entries.map { "[\($0.key)] = \($0.value)" }.sorted().joined(separator: ", ") + "}"
+        }
+    }
+}

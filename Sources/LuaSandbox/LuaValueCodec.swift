@@ -1,0 +1,125 @@
+internal import CLuaSandbox
+
+/// The byte encoding of values shared with the C half and the worker protocol:
+/// a tuple is a u32 count followed by values; a value is a tag byte and its payload
+/// (little-endian integers, u32-prefixed strings, u32-counted key/value pairs).
+enum LuaValueCodec {
+    static func encode(tuple values: [LuaValue]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        appendUInt32(UInt32(values.count), to: &bytes)
+        for value in values { append(value, to: &bytes) }
+        return bytes
+    }
+
+    static func append(_ value: LuaValue, to bytes: inout [UInt8]) {
+        switch value {
+        case .nil: bytes.append(UInt8(SBX_TAG_NIL))
+        case .boolean(let flag): bytes.append(UInt8(flag ? SBX_TAG_TRUE : SBX_TAG_FALSE))
+        case .integer(let integer):
+            bytes.append(UInt8(SBX_TAG_INTEGER))
+            appendUInt64(UInt64(bitPattern: integer), to: &bytes)
+        case .number(let number):
+            bytes.append(UInt8(SBX_TAG_NUMBER))
+            appendUInt64(number.bitPattern, to: &bytes)
+        case .string(let string):
+            bytes.append(UInt8(SBX_TAG_STRING))
+            appendUInt32(UInt32(string.count), to: &bytes)
+            bytes.append(contentsOf: string)
+        case .table(let table):
+            bytes.append(UInt8(SBX_TAG_TABLE))
+            appendUInt32(UInt32(table.entries.count), to: &bytes)
+            for (key, value) in table.entries {
+                append(key, to: &bytes)
+                append(value, to: &bytes)
+            }
+        }
+    }
+
+    static func appendUInt32(_ value: UInt32, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    static func appendUInt64(_ value: UInt64, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    struct MalformedError: Error {}
+
+    static func decode(tuple bytes: some Collection<UInt8>) throws(MalformedError) -> [LuaValue] {
+        var reader = ByteReader(Array(bytes))
+        let count = try reader.uint32()
+        guard count <= reader.remaining else { throw MalformedError() }
+        var values: [LuaValue] = []
+        values.reserveCapacity(Int(count))
+        for _ in 0..<count { values.append(try reader.value(depth: 0)) }
+        return values
+    }
+}
+
+/// Bounds-checked reading of the protocol's bytes; nothing a peer sends can trap.
+struct ByteReader {
+    private let bytes: [UInt8]
+    private(set) var position = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var remaining: Int { bytes.count - position }
+
+    mutating func uint8() throws(LuaValueCodec.MalformedError) -> UInt8 {
+        guard remaining >= 1 else { throw .init() }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    mutating func uint32() throws(LuaValueCodec.MalformedError) -> UInt32 {
+        UInt32(truncatingIfNeeded: try fixedWidth(4))
+    }
+
+    mutating func uint64() throws(LuaValueCodec.MalformedError) -> UInt64 { try fixedWidth(8) }
+
+    private mutating func fixedWidth(_ width: Int) throws(LuaValueCodec.MalformedError) -> UInt64 {
+        guard remaining >= width else { throw .init() }
+        var value: UInt64 = 0
+        for index in 0..<width { value |= UInt64(bytes[position + index]) << (8 * index) }
+        position += width
+        return value
+    }
+
+    mutating func bytes(_ count: Int) throws(LuaValueCodec.MalformedError) -> [UInt8] {
+        guard count >= 0, remaining >= count else { throw .init() }
+        defer { position += count }
+        return Array(bytes[position..<position + count])
+    }
+
+    /// A u32-prefixed byte string.
+    mutating func string() throws(LuaValueCodec.MalformedError) -> [UInt8] {
+        try bytes(Int(try uint32()))
+    }
+
+    mutating func text() throws(LuaValueCodec.MalformedError) -> String {
+        String(decoding: try string(), as: UTF8.self)
+    }
+
+    mutating func value(depth: Int) throws(LuaValueCodec.MalformedError) -> LuaValue {
+        guard depth <= SBX_MAX_DEPTH else { throw .init() }
+        switch Int(try uint8()) {
+        case SBX_TAG_NIL: return .nil
+        case SBX_TAG_FALSE: return .boolean(false)
+        case SBX_TAG_TRUE: return .boolean(true)
+        case SBX_TAG_INTEGER: return .integer(Int64(bitPattern: try uint64()))
+        case SBX_TAG_NUMBER: return .number(Double(bitPattern: try uint64()))
+        case SBX_TAG_STRING: return .string(try string())
+        case SBX_TAG_TABLE:
+            let count = try uint32()
+            guard count <= remaining else { throw .init() }
+            var table = LuaTable()
+            for _ in 0..<count {
+                let key = try value(depth: depth + 1)
+                table[key] = try value(depth: depth + 1)
+            }
+            return .table(table)
+        default: throw .init()
+        }
+    }
+}

@@ -1,0 +1,175 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Synchronization
+internal import CLuaSandbox
+
+/// The main loop of a worker process: the supervisor's `LuaEngine` starts it and talks to
+/// it over descriptor 3. Build an executable whose `main` calls `run(modules:)` with the
+/// host modules its scripts need; the engine is configured with that executable's path.
+public enum SandboxWorker {
+    static let launchArgument = "--lua-sandbox-worker"
+    static let descriptor: Int32 = 3
+
+    public static func run(modules: [HostModule]) -> Never {
+        let arguments = CommandLine.arguments
+        guard arguments.count == 3, arguments[1] == launchArgument, let parent = pid_t(arguments[2]) else {
+            reportToStandardError("\(arguments.first ?? "worker"): this is a worker process for the Lua sandbox engine; the engine starts it, not a person.")
+            exit(2)
+        }
+        // Die with the supervisor, whatever kills it; and check it did not die already.
+        _ = sbx_die_with_parent()
+        guard getppid() == parent else { exit(0) }
+        signal(SIGPIPE, SIG_IGN)
+        Worker(modules: modules).serve()
+        exit(0)
+    }
+}
+
+private func reportToStandardError(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+}
+
+/// The worker's view of one script: its state, touched only on its serial queue.
+private final class ScriptHost: @unchecked Sendable {
+    let queue: DispatchQueue
+    var state: SandboxedState?
+    var source: ScriptSource?
+
+    init(id: UInt32) { queue = DispatchQueue(label: "lua-sandbox.script.\(id)") }
+}
+
+private struct RequestBook {
+    /// Calls received and not yet started; a cancel for one of these stops it before it runs.
+    var queued: Set<UInt64> = []
+    var cancelledBeforeStart: Set<UInt64> = []
+    var running: [UInt64: InterruptHandle] = [:]
+}
+
+private final class Worker: Sendable {
+    let modules: [HostModule]
+    let output = Mutex<Int32>(SandboxWorker.descriptor)
+    let requests = Mutex(RequestBook())
+
+    /// Time allowed to rebuild a script's state after it overran or hit its memory cap;
+    /// the script loaded within its deadline before, so this is generous.
+    static let reloadBudget: Duration = .seconds(5)
+
+    init(modules: [HostModule]) { self.modules = modules }
+
+    /// Reads frames until the supervisor closes the socket. Each script's work runs on its
+    /// own serial queue, so a slow script never holds up this loop or other scripts.
+    func serve() {
+        var scripts: [UInt32: ScriptHost] = [:]
+        var configuration: (prelude: ScriptSource?, memoryLimit: Int) = (nil, 32 << 20)
+        var assembler = FrameAssembler()
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(SandboxWorker.descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return }
+            chunk.withUnsafeBytes { assembler.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            do {
+                while let body = try assembler.next() {
+                    let (id, frame) = try WorkerFrame.decode(body)
+                    switch frame {
+                    case .configure(let prelude, let memoryLimit):
+                        configuration = (prelude, Int(clamping: memoryLimit))
+                    case .load(let script, let source, let deadline):
+                        let host = scripts[script] ?? ScriptHost(id: script)
+                        scripts[script] = host
+                        load(source, into: host, id: id, deadline: deadline, configuration: configuration)
+                    case .call(let script, let entry, let arguments, let deadline):
+                        guard let host = scripts[script] else {
+                            respond(id, RawOutcome(unavailable: "the script is not loaded in this worker"))
+                            continue
+                        }
+                        _ = requests.withLock { $0.queued.insert(id) }
+                        call(entry, arguments, on: host, id: id, deadline: deadline, configuration: configuration)
+                    case .unload(let script):
+                        if let host = scripts.removeValue(forKey: script) {
+                            host.queue.async { host.state = nil }
+                        }
+                    case .cancel:
+                        requests.withLock { book in
+                            if let handle = book.running[id] {
+                                handle.interrupt()
+                            } else if book.queued.contains(id) {
+                                book.cancelledBeforeStart.insert(id)
+                            }
+                        }
+                    case .outcome:
+                        throw LuaValueCodec.MalformedError()
+                    }
+                }
+            } catch {
+                reportToStandardError("lua-sandbox-worker: malformed frame from the supervisor; exiting")
+                exit(3)
+            }
+        }
+    }
+
+    private func load(_ source: ScriptSource, into host: ScriptHost, id: UInt64, deadline: Int64,
+                      configuration: (prelude: ScriptSource?, memoryLimit: Int)) {
+        host.queue.async { [modules] in
+            let deadline = deadline == 0 ? nil : Deadline(nanoseconds: deadline)
+            let outcome: RawOutcome
+            do {
+                let state = try SandboxedState(memoryLimit: configuration.memoryLimit, modules: modules,
+                                               prelude: configuration.prelude, deadline: deadline)
+                outcome = state.loadRaw(source, deadline: deadline)
+                if outcome.succeeded {  // a failed replacement keeps the last good version
+                    host.state = state
+                    host.source = source
+                }
+            } catch {
+                outcome = RawOutcome(error: error)
+            }
+            self.respond(id, outcome)
+        }
+    }
+
+    private func call(_ entry: String, _ arguments: [UInt8], on host: ScriptHost, id: UInt64, deadline: Int64,
+                      configuration: (prelude: ScriptSource?, memoryLimit: Int)) {
+        host.queue.async { [modules] in
+            let startable = self.requests.withLock { book in
+                book.queued.remove(id)
+                guard book.cancelledBeforeStart.remove(id) == nil else { return false }
+                if let state = host.state { book.running[id] = state.interruptHandle }
+                return true
+            }
+            guard startable else { return self.respond(id, RawOutcome(error: LuaScriptError(.cancelled, "cancelled"))) }
+            guard let state = host.state else {
+                return self.respond(id, RawOutcome(unavailable: "the script failed to load"))
+            }
+            let outcome = state.callRaw(entry, encodedArguments: arguments,
+                                        deadline: deadline == 0 ? nil : Deadline(nanoseconds: deadline))
+            _ = self.requests.withLock { $0.running.removeValue(forKey: id) }
+            // After a memory or deadline error the script starts over from a fresh state.
+            if outcome.needsFreshState, let source = host.source,
+               let fresh = try? SandboxedState(memoryLimit: configuration.memoryLimit, modules: modules,
+                                               prelude: configuration.prelude, deadline: .after(Self.reloadBudget)),
+               fresh.loadRaw(source, deadline: .after(Self.reloadBudget)).succeeded {
+                host.state = fresh
+            }
+            self.respond(id, outcome)
+        }
+    }
+
+    private func respond(_ id: UInt64, _ outcome: RawOutcome) {
+        let frame = WorkerFrame.outcome(outcome).encoded(id: id)
+        output.withLock { descriptor in
+            frame.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written < 0, errno == EINTR { continue }
+                    guard written > 0 else { exit(0) }  // the supervisor is gone
+                    offset += written
+                }
+            }
+        }
+    }
+}

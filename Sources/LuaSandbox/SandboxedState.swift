@@ -1,0 +1,299 @@
+internal import CLuaSandbox
+
+/// Source text of a script or prelude, with the name errors will show.
+public struct ScriptSource: Sendable, Hashable {
+    /// Lua's chunk name: `@path` for a file (errors say `path:line`), `=name` for others.
+    public let chunkName: String
+    public let text: [UInt8]
+
+    /// A script read from `path`; errors will name the path.
+    public init(path: String, text: String) {
+        self.chunkName = "@" + path
+        self.text = Array(text.utf8)
+    }
+
+    public init(chunkName: String, text: [UInt8]) {
+        self.chunkName = chunkName
+        self.text = text
+    }
+}
+
+/// What a load or a call produced, with what the script logged on the way.
+public struct CallOutcome: Sendable {
+    public var result: Result<[LuaValue], LuaScriptError>
+    public var logs: [LogRecord]
+    /// Log lines refused by the per-call limits.
+    public var droppedLogs: Int
+
+    public init(result: Result<[LuaValue], LuaScriptError>, logs: [LogRecord] = [], droppedLogs: Int = 0) {
+        self.result = result
+        self.logs = logs
+        self.droppedLogs = droppedLogs
+    }
+
+    /// The values, or the error.
+    public func get() throws(LuaScriptError) -> [LuaValue] { try result.get() }
+}
+
+/// A load or call outcome as the C half produced it, values still encoded, so a worker
+/// can forward it without decoding.
+struct RawOutcome: Sendable {
+    var status: Int32
+    var results: [UInt8]
+    var message: String
+    var location: String
+    var traceback: String
+    var logs: [UInt8]
+    var droppedLogs: UInt32
+
+    init(_ outcome: inout sbx_outcome) {
+        func take(_ buffer: sbx_buffer) -> [UInt8] {
+            guard let data = buffer.data else { return [] }
+            return Array(UnsafeBufferPointer(start: data, count: buffer.length))
+        }
+        status = Int32(outcome.status.rawValue)
+        results = take(outcome.results)
+        message = String(decoding: take(outcome.message), as: UTF8.self)
+        location = String(decoding: take(outcome.location), as: UTF8.self)
+        traceback = String(decoding: take(outcome.traceback), as: UTF8.self)
+        logs = take(outcome.logs)
+        droppedLogs = outcome.dropped_logs
+        sbx_outcome_free(&outcome)
+    }
+
+    init(status: Int32, results: [UInt8], message: String, location: String, traceback: String,
+         logs: [UInt8], droppedLogs: UInt32) {
+        self.status = status
+        self.results = results
+        self.message = message
+        self.location = location
+        self.traceback = traceback
+        self.logs = logs
+        self.droppedLogs = droppedLogs
+    }
+
+    /// Status of an outcome made by the engine itself: the script is not there to run.
+    static let unavailableStatus: Int32 = 100
+
+    /// Status of an outcome made by the engine: the worker running the request ended.
+    static let workerLostStatus: Int32 = 101
+
+    init(workerLost reason: String) {
+        self.init(status: Self.workerLostStatus, results: [], message: reason, location: "",
+                  traceback: "", logs: [], droppedLogs: 0)
+    }
+
+    init(unavailable message: String) {
+        self.init(status: Self.unavailableStatus, results: [], message: message, location: "",
+                  traceback: "", logs: [], droppedLogs: 0)
+    }
+
+    init(error: any Error) {
+        let error = error as? LuaScriptError ?? LuaScriptError(.runtime, "\(error)")
+        let status: sbx_status = switch error.kind {
+        case .syntax: SBX_ERROR_SYNTAX
+        case .memoryLimit: SBX_ERROR_MEMORY
+        case .deadlineExceeded: SBX_ERROR_DEADLINE
+        case .cancelled: SBX_ERROR_INTERRUPTED
+        case .invalidValue: SBX_ERROR_VALUE
+        case .runtime, .workerLost, .unavailable: SBX_ERROR_RUNTIME
+        }
+        self.init(status: Int32(status.rawValue), results: [], message: error.message,
+                  location: error.location ?? "", traceback: error.traceback ?? "", logs: [], droppedLogs: 0)
+    }
+
+    var succeeded: Bool { status == Int32(SBX_OK.rawValue) }
+
+    /// Memory and deadline errors leave a state worth discarding.
+    var needsFreshState: Bool {
+        status == Int32(SBX_ERROR_MEMORY.rawValue) || status == Int32(SBX_ERROR_DEADLINE.rawValue)
+    }
+
+    /// The outcome with values and logs decoded; `memoryLimit` words the memory error.
+    func decoded(memoryLimit: Int) -> CallOutcome {
+        let result: Result<[LuaValue], LuaScriptError>
+        if succeeded {
+            do {
+                // A load returns nothing at all, not even an empty tuple.
+                result = .success(results.isEmpty ? [] : try LuaValueCodec.decode(tuple: results))
+            } catch {
+                result = .failure(LuaScriptError(.invalidValue, "malformed values from the script state"))
+            }
+        } else {
+            result = .failure(error(memoryLimit: memoryLimit))
+        }
+        return CallOutcome(result: result, logs: Self.decodeLogs(logs), droppedLogs: Int(droppedLogs))
+    }
+
+    private func error(memoryLimit: Int) -> LuaScriptError {
+        let kind: LuaScriptError.Kind
+        var message = message
+        switch sbx_status(rawValue: UInt32(status)) {
+        case SBX_ERROR_SYNTAX: kind = .syntax
+        case SBX_ERROR_MEMORY:
+            kind = .memoryLimit
+            message = "memory limit exceeded (\(formatBytes(memoryLimit)))"
+        case SBX_ERROR_DEADLINE:
+            kind = .deadlineExceeded
+            message = "deadline exceeded"
+        case SBX_ERROR_INTERRUPTED:
+            kind = .cancelled
+            message = "cancelled"
+        case SBX_ERROR_VALUE: kind = .invalidValue
+        default:
+            kind = switch status {
+            case Self.unavailableStatus: .unavailable
+            case Self.workerLostStatus: .workerLost
+            default: .runtime
+            }
+        }
+        let location = kind == .syntax ? Self.leadingLocation(of: message) : location
+        return LuaScriptError(kind, message, location: location.flatMap { $0.isEmpty ? nil : $0 },
+                              traceback: traceback.isEmpty ? nil : traceback)
+    }
+
+    /// `file:line` at the start of a Lua message such as `a.lua:3: unexpected symbol`.
+    static func leadingLocation(of message: String) -> String? {
+        let parts = message.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[1].isEmpty, parts[1].allSatisfy(\.isNumber) else { return nil }
+        return "\(parts[0]):\(parts[1])"
+    }
+
+    static func decodeLogs(_ bytes: [UInt8]) -> [LogRecord] {
+        var reader = ByteReader(bytes)
+        var records: [LogRecord] = []
+        while reader.remaining > 0 {
+            guard let level = try? reader.uint8(), let message = try? reader.text() else { break }
+            records.append(LogRecord(level: LogLevel(rawValue: Int32(level)) ?? .info, message: message))
+        }
+        return records
+    }
+}
+
+func formatBytes(_ bytes: Int) -> String {
+    if bytes >= 1 << 20, bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
+    if bytes >= 1 << 10, bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
+    return "\(bytes) bytes"
+}
+
+/// The host functions of one state, found by the C trampoline through an opaque pointer.
+final class HostRegistry {
+    let functions: [(name: String, function: HostFunction)]
+    var state: OpaquePointer?
+
+    init(_ modules: [HostModule]) {
+        functions = modules.flatMap { module in
+            module.functions.map { (name: "\(module.name).\($0.name)", function: $0.function) }
+        }
+    }
+
+    static let callbackInstalled: Void = sbx_set_host_callback { host, id, arguments, length, out in
+        let registry = Unmanaged<HostRegistry>.fromOpaque(host!).takeUnretainedValue()
+        let entry = registry.functions[Int(id)]
+        func write(_ bytes: [UInt8]) { bytes.withUnsafeBytes { _ = sbx_buffer_append(out, $0.baseAddress, $0.count) } }
+        do {
+            let values = try LuaValueCodec.decode(tuple: UnsafeBufferPointer(start: arguments, count: length))
+            let call = HostCall(functionName: entry.name, arguments: values, state: registry.state!)
+            write(LuaValueCodec.encode(tuple: try entry.function(call)))
+            return 0
+        } catch let error as HostError {
+            write(Array(error.message.utf8))
+        } catch {
+            write(Array("\(entry.name): \(error)".utf8))
+        }
+        return 1
+    }
+}
+
+/// One script's sandboxed Lua state, in this process. Not thread-safe: use it from one
+/// thread at a time; only `interrupt()` of its `InterruptHandle` may come from another.
+public final class SandboxedState {
+    let state: OpaquePointer
+    private let registry: HostRegistry
+    public let memoryLimit: Int
+
+    /// A state with the standard sandbox, `modules` as host functions and, if given, the
+    /// trusted `prelude` already run (within `deadline`).
+    public init(memoryLimit: Int, modules: [HostModule] = [], prelude: ScriptSource? = nil,
+                deadline: Deadline? = nil) throws(LuaScriptError) {
+        HostRegistry.callbackInstalled
+        registry = HostRegistry(modules)
+        self.memoryLimit = memoryLimit
+        guard let state = sbx_open(memoryLimit, Unmanaged.passUnretained(registry).toOpaque()) else {
+            throw LuaScriptError(.memoryLimit, "cannot create a Lua state within \(formatBytes(memoryLimit))")
+        }
+        self.state = state
+        registry.state = state
+        var id: Int32 = 0
+        for module in modules {
+            for function in module.functions {
+                guard sbx_add_host_function(state, module.name, function.name, id, module.isPublic ? 1 : 0) == 0 else {
+                    sbx_close(state)
+                    throw LuaScriptError(.memoryLimit, "cannot add host function \(module.name).\(function.name)")
+                }
+                id += 1
+            }
+        }
+        guard sbx_seal(state) == 0 else {
+            sbx_close(state)
+            throw LuaScriptError(.memoryLimit, "cannot build the sandbox within \(formatBytes(memoryLimit))")
+        }
+        if let prelude {
+            let outcome = run(prelude, deadline: deadline, body: sbx_run_prelude).decoded(memoryLimit: memoryLimit)
+            if case .failure(let error) = outcome.result {
+                sbx_close(state)
+                throw error
+            }
+        }
+    }
+
+    deinit { sbx_close(state) }
+
+    /// Runs the script's main chunk; its first return value becomes what `call` looks in.
+    public func load(_ source: ScriptSource, deadline: Deadline? = nil) -> CallOutcome {
+        loadRaw(source, deadline: deadline).decoded(memoryLimit: memoryLimit)
+    }
+
+    func loadRaw(_ source: ScriptSource, deadline: Deadline?) -> RawOutcome {
+        run(source, deadline: deadline, body: sbx_load_script)
+    }
+
+    /// Calls `entry`: the prelude's entry point of that name with the script's exports
+    /// first, or else the function of that name in the script's exports.
+    public func call(_ entry: String, _ arguments: [LuaValue] = [], deadline: Deadline? = nil) -> CallOutcome {
+        callRaw(entry, encodedArguments: LuaValueCodec.encode(tuple: arguments), deadline: deadline)
+            .decoded(memoryLimit: memoryLimit)
+    }
+
+    func callRaw(_ entry: String, encodedArguments: [UInt8], deadline: Deadline?) -> RawOutcome {
+        var outcome = sbx_outcome()
+        encodedArguments.withUnsafeBufferPointer { arguments in
+            sbx_call(state, entry, arguments.baseAddress, arguments.count, deadline?.nanoseconds ?? 0, &outcome)
+        }
+        return RawOutcome(&outcome)
+    }
+
+    public var memoryUsed: Int { sbx_memory_used(state) }
+
+    public var interruptHandle: InterruptHandle { InterruptHandle(state: state) }
+
+    private func run(
+        _ source: ScriptSource, deadline: Deadline?,
+        body: (OpaquePointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, Int, Int64, UnsafeMutablePointer<sbx_outcome>?) -> Void
+    ) -> RawOutcome {
+        var outcome = sbx_outcome()
+        source.text.withUnsafeBufferPointer { text in
+            text.withMemoryRebound(to: CChar.self) { text in
+                body(state, source.chunkName, text.baseAddress, text.count, deadline?.nanoseconds ?? 0, &outcome)
+            }
+        }
+        return RawOutcome(&outcome)
+    }
+}
+
+/// Stops a state's running call at its next hook, from any thread. Valid while the state lives.
+public struct InterruptHandle: @unchecked Sendable {
+    // The C side reads the flag atomically; the owner keeps the state alive.
+    let state: OpaquePointer
+    public func interrupt() { sbx_interrupt(state) }
+}

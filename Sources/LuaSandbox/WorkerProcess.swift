@@ -1,0 +1,122 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One running worker process and the supervisor's end of its socket.
+final class WorkerProcess: Sendable {
+    let pid: pid_t
+    private let descriptor: Int32
+
+    private init(pid: pid_t, descriptor: Int32) {
+        self.pid = pid
+        self.descriptor = descriptor
+    }
+
+    /// Starts `executable` as a worker of this process, its end of a socket pair on fd 3.
+    static func spawn(executable: String) throws(LuaEngineError) -> WorkerProcess {
+        guard access(executable, X_OK) == 0 else {
+            throw LuaEngineError("the worker executable \(executable) is missing or not executable; build it with `swift build`")
+        }
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            throw LuaEngineError("cannot create a socket pair for a worker: \(String(cString: strerror(errno)))")
+        }
+        // Above the standard descriptors, so the dup2 onto 3 below is a real duplicate.
+        let childEnd = fcntl(pair[1], F_DUPFD_CLOEXEC, 10)
+        close(pair[1])
+        var bufferSize: Int32 = 1 << 20
+        for fd in [pair[0], childEnd] {
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufferSize, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, childEnd, SandboxWorker.descriptor)
+        let arguments = [executable, SandboxWorker.launchArgument, String(getpid())]
+        var argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, executable, &actions, nil, &argv, environ)
+        close(childEnd)
+        guard status == 0 else {
+            close(pair[0])
+            throw LuaEngineError("cannot start the worker \(executable): \(String(cString: strerror(status)))")
+        }
+        _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
+        return WorkerProcess(pid: pid, descriptor: pair[0])
+    }
+
+    /// Sends a frame without ever waiting long on the worker: false when it has not taken
+    /// the bytes within `patience` (a worker that stops reading is treated as hung).
+    func write(_ frame: [UInt8], patience: Duration = .milliseconds(100)) -> Bool {
+        let deadline = Deadline.after(patience)
+        return frame.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0, errno == EINTR {
+                    continue
+                } else if written < 0, errno == EAGAIN, !deadline.hasPassed {
+                    var poller = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&poller, 1, Int32(max(1, deadline.remaining / .milliseconds(1))))
+                } else {
+                    return false
+                }
+            }
+            return true
+        }
+    }
+
+    /// Calls `body` with each frame the worker sends until the socket closes or `body`
+    /// returns false. Runs on the caller's thread, which it blocks.
+    func readFrames(_ body: ([UInt8]) -> Bool) {
+        var assembler = FrameAssembler()
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, -1)
+            if ready < 0, errno == EINTR { continue }
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR || errno == EAGAIN { continue }
+            guard count > 0 else { return }
+            chunk.withUnsafeBytes { assembler.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            do {
+                while let frame = try assembler.next() {
+                    guard body(frame) else { return }
+                }
+            } catch {
+                return
+            }
+        }
+    }
+
+    func kill() { _ = Glibc.kill(pid, SIGKILL) }
+
+    /// Waits for the process to end (killing it if it lingers) and says how it ended.
+    func reap() -> String {
+        var status: Int32 = 0
+        var waited = waitpid(pid, &status, WNOHANG)
+        for _ in 0..<50 where waited == 0 {
+            usleep(1000)
+            waited = waitpid(pid, &status, WNOHANG)
+        }
+        if waited == 0 {
+            kill()
+            waited = waitpid(pid, &status, 0)
+        }
+        close(descriptor)
+        guard waited == pid else { return "ended" }
+        let signal = status & 0x7f
+        if signal == 0 { return "exited with status \((status >> 8) & 0xff)" }
+        let name = signal == SIGKILL ? "SIGKILL, perhaps out of memory" : String(cString: strsignal(signal))
+        return "was killed by signal \(signal) (\(name))"
+    }
+}
+
+/// The engine cannot start or reach its worker processes.
+public struct LuaEngineError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,142 @@
+/// Frames between the supervisor and a worker process over a Unix stream socket:
+/// u32 length of what follows, u8 kind, u64 request id, then the kind's fields.
+enum WorkerFrame: Sendable {
+    /// Supervisor to worker, first frame: the sandbox every state is built with.
+    case configure(prelude: ScriptSource?, memoryLimit: UInt64)
+    /// Load (or replace, keeping the old version if the new one fails) a script.
+    case load(script: UInt32, source: ScriptSource, deadline: Int64)
+    case call(script: UInt32, entry: String, arguments: [UInt8], deadline: Int64)
+    case unload(script: UInt32)
+    /// Stop the request with this frame's id.
+    case cancel
+    /// Worker to supervisor: what a load or call produced.
+    case outcome(RawOutcome)
+
+    static let maximumLength = 64 << 20
+
+    private enum Kind: UInt8 {
+        case configure = 1, load, call, unload, cancel, outcome
+    }
+
+    func encoded(id: UInt64) -> [UInt8] {
+        var body: [UInt8] = []
+        func string(_ bytes: [UInt8]) {
+            LuaValueCodec.appendUInt32(UInt32(bytes.count), to: &body)
+            body.append(contentsOf: bytes)
+        }
+        func text(_ text: String) { string(Array(text.utf8)) }
+        func source(_ source: ScriptSource) {
+            text(source.chunkName)
+            string(source.text)
+        }
+        let kind: Kind
+        switch self {
+        case .configure(let prelude, let memoryLimit):
+            kind = .configure
+            LuaValueCodec.appendUInt64(memoryLimit, to: &body)
+            body.append(prelude == nil ? 0 : 1)
+            if let prelude { source(prelude) }
+        case .load(let script, let scriptSource, let deadline):
+            kind = .load
+            LuaValueCodec.appendUInt32(script, to: &body)
+            source(scriptSource)
+            LuaValueCodec.appendUInt64(UInt64(bitPattern: deadline), to: &body)
+        case .call(let script, let entry, let arguments, let deadline):
+            kind = .call
+            LuaValueCodec.appendUInt32(script, to: &body)
+            text(entry)
+            string(arguments)
+            LuaValueCodec.appendUInt64(UInt64(bitPattern: deadline), to: &body)
+        case .unload(let script):
+            kind = .unload
+            LuaValueCodec.appendUInt32(script, to: &body)
+        case .cancel:
+            kind = .cancel
+        case .outcome(let outcome):
+            kind = .outcome
+            LuaValueCodec.appendUInt32(UInt32(bitPattern: outcome.status), to: &body)
+            string(outcome.results)
+            text(outcome.message)
+            text(outcome.location)
+            text(outcome.traceback)
+            string(outcome.logs)
+            LuaValueCodec.appendUInt32(outcome.droppedLogs, to: &body)
+        }
+        var frame: [UInt8] = []
+        frame.reserveCapacity(body.count + 13)
+        LuaValueCodec.appendUInt32(UInt32(body.count + 9), to: &frame)
+        frame.append(kind.rawValue)
+        LuaValueCodec.appendUInt64(id, to: &frame)
+        frame.append(contentsOf: body)
+        return frame
+    }
+
+    /// Decodes one frame body (everything after the length).
+    static func decode(_ bytes: [UInt8]) throws(LuaValueCodec.MalformedError) -> (id: UInt64, frame: WorkerFrame) {
+        var reader = ByteReader(bytes)
+        guard let kind = Kind(rawValue: try reader.uint8()) else { throw .init() }
+        let id = try reader.uint64()
+        func source() throws(LuaValueCodec.MalformedError) -> ScriptSource {
+            ScriptSource(chunkName: try reader.text(), text: try reader.string())
+        }
+        switch kind {
+        case .configure:
+            let memoryLimit = try reader.uint64()
+            let prelude = try reader.uint8() == 1 ? try source() : nil
+            return (id, .configure(prelude: prelude, memoryLimit: memoryLimit))
+        case .load:
+            let script = try reader.uint32()
+            let scriptSource = try source()
+            return (id, .load(script: script, source: scriptSource, deadline: Int64(bitPattern: try reader.uint64())))
+        case .call:
+            let script = try reader.uint32()
+            let entry = try reader.text()
+            let arguments = try reader.string()
+            return (id, .call(script: script, entry: entry, arguments: arguments,
+                              deadline: Int64(bitPattern: try reader.uint64())))
+        case .unload:
+            return (id, .unload(script: try reader.uint32()))
+        case .cancel:
+            return (id, .cancel)
+        case .outcome:
+            let status = Int32(bitPattern: try reader.uint32())
+            let results = try reader.string()
+            let message = try reader.text()
+            let location = try reader.text()
+            let traceback = try reader.text()
+            let logs = try reader.string()
+            let dropped = try reader.uint32()
+            return (id, .outcome(RawOutcome(status: status, results: results, message: message,
+                                            location: location, traceback: traceback, logs: logs,
+                                            droppedLogs: dropped)))
+        }
+    }
+}
+
+/// Splits a byte stream into frame bodies.
+struct FrameAssembler {
+    private var buffer: [UInt8] = []
+    private var start = 0
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(contentsOf: bytes) }
+
+    /// The next complete frame body, nil when more bytes are needed.
+    mutating func next() throws(LuaValueCodec.MalformedError) -> [UInt8]? {
+        guard buffer.count - start >= 4 else { return compact() }
+        var length = 0
+        for index in 0..<4 { length |= Int(buffer[start + index]) << (8 * index) }
+        guard length >= 9, length <= WorkerFrame.maximumLength else { throw .init() }
+        guard buffer.count - start - 4 >= length else { return compact() }
+        let body = Array(buffer[start + 4..<start + 4 + length])
+        start += 4 + length
+        return body
+    }
+
+    private mutating func compact() -> [UInt8]? {
+        if start > 0 {
+            buffer.removeFirst(start)
+            start = 0
+        }
+        return nil
+    }
+}
