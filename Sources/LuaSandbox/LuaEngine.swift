@@ -145,8 +145,6 @@ private final class WorkerSlot: Sendable {
         var nextRequestID: UInt64 = 0
         var pending: [UInt64: Pending] = [:]
         var scripts: [UInt32: ScriptSource] = [:]
-        /// Set when the watchdog killed the worker for an overrunning request.
-        var killedForDeadline = false
         var stopped = false
         var failure: String?
         var watchdogAt: Int64?
@@ -233,7 +231,7 @@ private final class WorkerSlot: Sendable {
 
     // MARK: reading answers, and replacing a worker that ends
 
-    private func startReader(_ process: WorkerProcess, generation: Int) {
+    fileprivate func startReader(_ process: WorkerProcess, generation: Int) {
         readerQueue.async { [self] in
             process.readFrames { body in
                 guard case (let id, .outcome(let outcome))? = try? WorkerFrame.decode(body) else { return false }
@@ -256,29 +254,43 @@ private final class WorkerSlot: Sendable {
     private func workerEnded(_ process: WorkerProcess, generation: Int) {
         process.kill()  // it may have closed its socket and still be running
         let ending = process.reap()
-        let (lost, reason, replacement) = state.withLock { state -> ([Pending], String, WorkerProcess?) in
-            guard state.generation == generation, !state.stopped else { return ([], "", nil) }
-            let lost = Array(state.pending.values)
-            state.pending = [:]
-            let reason = state.killedForDeadline
-                ? "its worker was restarted because another call there overran its deadline"
-                : "its worker process \(ending)"
-            state.killedForDeadline = false
-            state.generation += 1
-            state.watchdogAt = nil
-            do {
-                let replacement = try WorkerProcess.spawn(executable: configuration.workerExecutable)
-                state.process = replacement
-                reload(into: replacement, &state)
-                return (lost, reason, replacement)
-            } catch {
-                state.process = nil
-                state.failure = "no worker is running: \(error)"
-                return (lost, reason, nil)
-            }
+        let replaced = state.withLock { state -> Replacement? in
+            guard state.generation == generation, !state.stopped else { return nil }  // already replaced
+            return replaceWorker(&state, reason: "its worker process \(ending)")
         }
-        if let replacement { startReader(replacement, generation: generation + 1) }
-        for request in lost { request.continuation?.resume(returning: RawOutcome(workerLost: reason)) }
+        replaced?.finish(self)
+    }
+
+    /// What replacing a worker leaves to do once the lock is released.
+    struct Replacement {
+        let lost: [Pending]
+        let reason: String
+        let process: WorkerProcess?
+        let generation: Int
+
+        func finish(_ slot: WorkerSlot) {
+            if let process { slot.startReader(process, generation: generation) }
+            for request in lost { request.continuation?.resume(returning: RawOutcome(workerLost: reason)) }
+        }
+    }
+
+    /// Starts a new worker in place of one that is dead or killed; what was in flight on
+    /// the old one is lost. Requests made from now on go to the new worker.
+    private func replaceWorker(_ state: inout State, reason: String) -> Replacement {
+        let lost = Array(state.pending.values)
+        state.pending = [:]
+        state.generation += 1
+        state.watchdogAt = nil
+        do {
+            let replacement = try WorkerProcess.spawn(executable: configuration.workerExecutable)
+            state.process = replacement
+            reload(into: replacement, &state)
+            return Replacement(lost: lost, reason: reason, process: replacement, generation: state.generation)
+        } catch {
+            state.process = nil
+            state.failure = "no worker is running: \(error)"
+            return Replacement(lost: lost, reason: reason, process: nil, generation: state.generation)
+        }
     }
 
     /// Sends a new worker the configuration and every script it must hold again.
@@ -306,22 +318,24 @@ private final class WorkerSlot: Sendable {
     }
 
     private func watchdogFired() {
-        let overran = state.withLock { state -> [Pending] in
+        let (overran, replaced) = state.withLock { state -> ([Pending], Replacement?) in
             state.watchdogAt = nil
             let now = sbx_monotonic_ns()
             let expired = state.pending.filter { ($0.value.killAt ?? .max) <= now }
-            for id in expired.keys { state.pending.removeValue(forKey: id) }
-            if !expired.isEmpty {
-                state.killedForDeadline = true
-                state.process?.kill()
+            guard !expired.isEmpty else {
+                if let next = state.pending.values.compactMap(\.killAt).min() { scheduleWatchdog(next, &state) }
+                return ([], nil)
             }
-            if let next = state.pending.values.compactMap(\.killAt).min() { scheduleWatchdog(next, &state) }
-            return Array(expired.values)
+            for id in expired.keys { state.pending.removeValue(forKey: id) }
+            state.process?.kill()  // its reader reaps it
+            let reason = "its worker was restarted because another call there overran its deadline"
+            return (Array(expired.values), replaceWorker(&state, reason: reason))
         }
         for request in overran {
             request.continuation?.resume(returning: RawOutcome(
                 error: LuaScriptError(.deadlineExceeded, "deadline exceeded; stopped by ending its worker process")))
         }
+        replaced?.finish(self)
     }
 }
 

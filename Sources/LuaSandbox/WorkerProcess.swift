@@ -36,7 +36,16 @@ final class WorkerProcess: Sendable {
         var argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, executable, &actions, nil, &argv, environ)
+        // Swift's crash backtracer takes seconds; the supervisor reports the signal itself.
+        var environment: [UnsafeMutablePointer<CChar>?] = [strdup("SWIFT_BACKTRACE=enable=no")]
+        var index = 0
+        while let entry = environ[index] {
+            if strncmp(entry, "SWIFT_BACKTRACE=", 16) != 0 { environment.append(strdup(entry)) }
+            index += 1
+        }
+        environment.append(nil)
+        defer { environment.forEach { free($0) } }
+        let status = posix_spawn(&pid, executable, &actions, nil, &argv, &environment)
         close(childEnd)
         guard status == 0 else {
             close(pair[0])

@@ -1,0 +1,127 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+import LuaSandbox
+
+/// The engine with real worker processes (the `lua-sandbox-worker` executable built
+/// beside the tests).
+func makeEngine(workers: Int = 2, deadline: Duration = .milliseconds(300)) throws -> LuaEngine {
+    try LuaEngine(.init(
+        workerExecutable: LuaEngine.Configuration.executableBesideCurrent(named: "lua-sandbox-worker"),
+        workerCount: workers, memoryLimit: 16 << 20, defaultDeadline: deadline,
+        killGrace: .milliseconds(200)))
+}
+
+func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - start.nanoseconds) / 1_000_000 }
+
+@Suite struct EngineTests {
+    @Test func callsRoundTripThroughAWorker() async throws {
+        let engine = try makeEngine()
+        let script = try await engine.load(ScriptSource(path: "echo.lua", text: """
+            local calls = 0
+            return { echo = function(...) calls = calls + 1 print('call', calls) return calls, ... end }
+            """))
+        let outcome = await engine.call(script, "echo", ["a\0b", ["k": 1.5]])
+        #expect(try outcome.get() == [1, "a\0b", ["k": 1.5]])
+        #expect(outcome.logs == [LogRecord(level: .print, message: "call\t1")])
+        #expect(try await engine.call(script, "echo").get() == [2])
+    }
+
+    @Test func loadErrorsArriveWithTheirLine() async throws {
+        let engine = try makeEngine()
+        let error = await #expect(throws: LuaScriptError.self) {
+            _ = try await engine.load(ScriptSource(path: "broken.lua", text: "return {\n  x = \n}"))
+        }
+        #expect(error?.kind == .syntax)
+        #expect(error?.location == "broken.lua:3")
+        let runtime = await #expect(throws: LuaScriptError.self) {
+            _ = try await engine.load(ScriptSource(path: "top.lua", text: "local x = nil\nreturn x.y"))
+        }
+        #expect(runtime?.kind == .runtime)
+        #expect(runtime?.location == "top.lua:2")
+    }
+
+    @Test func aLoadThatNeverEndsIsStopped() async throws {
+        let engine = try makeEngine()
+        let error = await #expect(throws: LuaScriptError.self) {
+            _ = try await engine.load(ScriptSource(path: "spin.lua", text: "while true do end"))
+        }
+        #expect(error?.kind == .deadlineExceeded)
+    }
+
+    @Test func replacingAScriptKeepsTheLastGoodVersion() async throws {
+        let engine = try makeEngine()
+        let script = try await engine.load(ScriptSource(path: "v.lua", text: "return { version = function() return 1 end }"))
+        await #expect(throws: LuaScriptError.self) {
+            try await engine.replace(script, with: ScriptSource(path: "v.lua", text: "return { version = "))
+        }
+        #expect(try await engine.call(script, "version").get() == [1])
+        try await engine.replace(script, with: ScriptSource(path: "v.lua", text: "return { version = function() return 2 end }"))
+        #expect(try await engine.call(script, "version").get() == [2])
+    }
+
+    @Test func unlimitedCallsMayRunPastTheDefaultDeadline() async throws {
+        let engine = try makeEngine(deadline: .milliseconds(100))
+        let script = try await engine.load(ScriptSource(path: "slow.lua", text: """
+            return { wait = function(s) local t = os.clock() while os.clock() - t < s do end return 'done' end }
+            """))
+        #expect(try await engine.call(script, "wait", [0.4], deadline: .unlimited).get() == ["done"])
+        #expect(await engine.call(script, "wait", [0.4]).result.isSuccess == false)
+    }
+
+    @Test func aCancelledCallStopsAndTheScriptServesAgain() async throws {
+        let engine = try makeEngine(deadline: .seconds(30))
+        let script = try await engine.load(ScriptSource(path: "spin.lua", text: """
+            return { spin = function() while true do end end, ping = function() return 'pong' end }
+            """))
+        let start = Deadline.now
+        let task = Task { await engine.call(script, "spin") }
+        try await Task.sleep(for: .milliseconds(50))
+        task.cancel()
+        let error = await #expect(throws: LuaScriptError.self) { try await task.value.get() }
+        #expect(error?.kind == .cancelled)
+        #expect(milliseconds(since: start) < 1000)
+        #expect(try await engine.call(script, "ping").get() == ["pong"])
+    }
+
+    @Test func aWorkerThatDiesIsReplacedAndItsScriptsReloaded() async throws {
+        let engine = try makeEngine(workers: 1, deadline: .seconds(10))
+        let script = try await engine.load(ScriptSource(path: "s.lua", text: """
+            return { wait = function() local t = os.clock() while os.clock() - t < 5 do end end, ping = function() return 'pong' end }
+            """))
+        let pid = engine.workerProcessIDs[0]
+        let call = Task { await engine.call(script, "wait") }
+        try await Task.sleep(for: .milliseconds(100))
+        kill(pid, SIGSEGV)
+        let error = await #expect(throws: LuaScriptError.self) { try await call.value.get() }
+        #expect(error?.kind == .workerLost)
+        #expect(error?.message.contains("signal 11") == true)
+        #expect(try await engine.call(script, "ping").get() == ["pong"])
+        #expect(engine.workerProcessIDs[0] != pid)
+    }
+
+    @Test func callsOnOtherWorkersCarryOnWhileOneIsKilled() async throws {
+        let engine = try makeEngine(workers: 2, deadline: .milliseconds(300))
+        let attacker = try await engine.load(ScriptSource(path: "attacker.lua", text: """
+            return { attack = function() return ('a'):rep(3000):find('.-.-.-b') end }
+            """))
+        let bystander = try await engine.load(ScriptSource(path: "bystander.lua", text: """
+            return { work = function() local t = os.clock() while os.clock() - t < 0.6 do end return 'finished' end }
+            """))
+        async let attacked = engine.call(attacker, "attack")
+        async let worked = engine.call(bystander, "work", deadline: .after(.seconds(5)))
+        #expect(await attacked.result.isSuccess == false)
+        #expect(try await worked.get() == ["finished"])
+    }
+
+    @Test func shutdownFailsCallsInFlight() async throws {
+        let engine = try makeEngine(deadline: .seconds(10))
+        let script = try await engine.load(ScriptSource(path: "s.lua", text: "return { spin = function() while true do end end }"))
+        let call = Task { await engine.call(script, "spin") }
+        try await Task.sleep(for: .milliseconds(50))
+        engine.shutdown()
+        let error = await #expect(throws: LuaScriptError.self) { try await call.value.get() }
+        #expect(error?.kind == .workerLost)
+    }
+}
