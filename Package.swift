@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "LuaSandbox", targets: ["LuaSandbox"]),
+        .library(name: "HotspotRuntime", targets: ["HotspotRuntime"]),
         .executable(name: "lua-sandbox-worker", targets: ["lua-sandbox-worker"]),
     ],
     targets: [
@@ -24,6 +25,18 @@ let package = Package(
         .target(name: "LuaSandbox", dependencies: ["CLuaSandbox"], swiftSettings: swiftSettings),
         // The engine's worker process with no extra host modules.
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+        // `make bench`: the engine measured against the hotspot's runtime goals.
+        .executableTarget(name: "hotspot-bench", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+        // Host libraries for venue scripts (run inside the worker processes).
+        .target(name: "ScriptLibraries", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+        // The worker process that runs venue scripts, with the script libraries.
+        .executableTarget(name: "hotspot-helper-worker", dependencies: ["LuaSandbox", "ScriptLibraries"], swiftSettings: swiftSettings),
+        // The hotspot-helper runtime: the venue-script contract, the state machine,
+        // arbitration between helpers, persistence.
+        .target(name: "HotspotRuntime", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+        // The engine demonstration `make demo` runs.
+        .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotRuntimeTests", dependencies: ["HotspotRuntime", "ScriptLibraries"], swiftSettings: swiftSettings),
         .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
     ]
 )

@@ -638,6 +638,7 @@ void sbx_close(sbx_state *S) {
 
 void sbx_interrupt(sbx_state *S) { atomic_store(&S->interrupted, 1); }
 int64_t sbx_deadline(const sbx_state *S) { return S->deadline_ns; }
+int sbx_interrupted(const sbx_state *S) { return atomic_load((atomic_int *)&S->interrupted); }
 size_t sbx_memory_used(const sbx_state *S) { return S->used; }
 
 // MARK: host functions

@@ -41,6 +41,9 @@ public struct HostCall: ~Copyable {
         return nanoseconds == 0 ? nil : Deadline(nanoseconds: nanoseconds)
     }
 
+    /// Whether the call was cancelled: blocking work should stop early.
+    public var isInterrupted: Bool { sbx_interrupted(state) != 0 }
+
     /// Records a log line for the running call (the per-call limits apply).
     public func log(_ level: LogLevel, _ message: String) {
         var message = message

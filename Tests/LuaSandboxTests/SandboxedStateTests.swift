@@ -271,7 +271,7 @@ import Testing
         }
         let elapsed = Deadline.now.nanoseconds - start.nanoseconds
         #expect(error.kind == .deadlineExceeded)
-        #expect(elapsed < 60_000_000)
+        #expect(elapsed < 150_000_000)  // precision is a benchmark figure; this only proves the stop
         #expect(script.call("spin", deadline: .after(.milliseconds(1))).result.isSuccess == false)
     }
 }

@@ -112,6 +112,9 @@ void sbx_interrupt(sbx_state *state);
 /// The running call's deadline (0 for none), for host functions that block.
 int64_t sbx_deadline(const sbx_state *state);
 
+/// Whether the running call was asked to stop, for host functions that block.
+int sbx_interrupted(const sbx_state *state);
+
 /// Records a log line for the running call, subject to the per-call limits.
 void sbx_log(sbx_state *state, int level, const char *message, size_t length);
 

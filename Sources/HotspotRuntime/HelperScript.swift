@@ -1,0 +1,148 @@
+import Foundation
+public import LuaSandbox
+
+/// A venue script loaded as a helper.
+public struct HelperScript: Sendable, Hashable {
+    /// The file's base name without `.lua`: how events and the state directory name it.
+    public let id: String
+    public let path: String
+    /// Shown beside the networks the helper claims (at most 15 characters).
+    public let displayName: String
+    public let hosts: [HostPattern]
+    public let handlers: Set<HotspotCommand>
+    let handle: ScriptHandle
+
+    public static let maximumDisplayNameLength = 15
+}
+
+/// A problem with a script, where it is.
+public struct ScriptProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `file:line` when the line is known, else the file.
+    public let location: String
+    public let message: String
+
+    public var description: String { "\(location): \(message)" }
+}
+
+/// Every problem found in one script.
+public struct ScriptProblems: Error, Sendable, Equatable {
+    public let problems: [ScriptProblem]
+}
+
+extension HelperScript {
+    /// The `.lua` files at `path`: the file itself, or those in the directory, sorted.
+    public static func scriptPaths(at path: String) throws(ScriptProblem) -> [String] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ScriptProblem(location: path, message: "no such file or directory")
+        }
+        guard isDirectory.boolValue else { return [path] }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        return names.filter { $0.hasSuffix(".lua") }.sorted().map { (path as NSString).appendingPathComponent($0) }
+    }
+
+    /// Loads the script at `path` into `engine` and checks its contract: every problem is
+    /// reported, with its line where the source shows it.
+    public static func load(path: String, into engine: LuaEngine) async -> Result<HelperScript, ScriptProblems> {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .failure(ScriptProblems(problems: [ScriptProblem(location: path, message: "cannot read the file")]))
+        }
+        let text = String(decoding: data, as: UTF8.self)
+        let handle: ScriptHandle
+        do {
+            handle = try await engine.load(ScriptSource(path: path, text: text))
+        } catch {
+            return .failure(ScriptProblems(problems: [ScriptProblem(location: error.location ?? path, message: messageWithoutLocation(error))]))
+        }
+        let described: LuaValue
+        do {
+            described = try await engine.call(handle, "describe").get().first ?? .nil
+        } catch {
+            engine.unload(handle)
+            return .failure(ScriptProblems(problems: [ScriptProblem(location: path, message: "cannot read what the script returned: \(error)")]))
+        }
+        switch check(described, path: path, source: text) {
+        case .success(let (displayName, hosts, handlers)):
+            let id = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+            return .success(HelperScript(id: id, path: path, displayName: displayName, hosts: hosts,
+                                         handlers: handlers, handle: handle))
+        case .failure(let problems):
+            engine.unload(handle)
+            return .failure(problems)
+        }
+    }
+
+    private static func messageWithoutLocation(_ error: LuaScriptError) -> String {
+        guard let location = error.location, error.message.hasPrefix(location + ": ") else { return error.message }
+        return String(error.message.dropFirst(location.count + 2))
+    }
+
+    /// Checks the prelude's description of the returned table against the contract.
+    static func check(_ described: LuaValue, path: String, source: String)
+        -> Result<(String, [HostPattern], Set<HotspotCommand>), ScriptProblems>
+    {
+        let table = described.tableValue ?? LuaTable()
+        func at(_ key: String) -> String { lineOf(key, in: source).map { "\(path):\($0)" } ?? path }
+        guard table["returned"] == "table" else {
+            let what = table["returned"].stringValue ?? "nothing"
+            return .failure(ScriptProblems(problems: [ScriptProblem(
+                location: lastReturnLine(in: source).map { "\(path):\($0)" } ?? path,
+                message: "the script must return a table of handlers, not \(what == "nil" ? "nothing" : "a \(what) value")")]))
+        }
+        var problems: [ScriptProblem] = []
+        let name = table["name"].stringValue ?? ""
+        if table["name_type"] != "string" {
+            problems.append(ScriptProblem(location: at("name"), message: "`name` (the display name) must be a string"))
+        } else if name.isEmpty || name.count > HelperScript.maximumDisplayNameLength {
+            problems.append(ScriptProblem(location: at("name"),
+                                          message: "the display name \"\(name)\" has \(name.count) characters; use 1 to \(HelperScript.maximumDisplayNameLength)"))
+        }
+        var hosts: [HostPattern] = []
+        if table["hosts_type"] != "table" {
+            problems.append(ScriptProblem(location: at("hosts"), message: "`hosts` must be a list of host names the script may reach, such as { \"portal.venue.example\", \"*.venue.example\" }"))
+        } else {
+            for entry in table["hosts"].tableValue?.array ?? [] {
+                guard let text = entry.stringValue else {
+                    problems.append(ScriptProblem(location: at("hosts"), message: "`hosts` entries must be strings"))
+                    continue
+                }
+                switch HostPattern.parse(text) {
+                case .success(let pattern): hosts.append(pattern)
+                case .failure(let error): problems.append(ScriptProblem(location: at("hosts"), message: error.description))
+                }
+            }
+        }
+        var handlers: Set<HotspotCommand> = []
+        for (key, value) in table["handlers"].tableValue?.entries ?? [:] {
+            guard let name = key.stringValue, let command = HotspotCommand(rawValue: name) else { continue }
+            if value == "function" {
+                handlers.insert(command)
+            } else {
+                problems.append(ScriptProblem(location: at(name), message: "the handler `\(name)` must be a function, not a \(value.stringValue ?? "?")"))
+            }
+        }
+        for unknown in (table["unknown"].tableValue?.array ?? []).compactMap(\.stringValue).sorted() {
+            let known = HotspotCommand.allCases.map(\.rawValue).joined(separator: ", ")
+            problems.append(ScriptProblem(location: at(unknown), message: "unknown field `\(unknown)`; handlers are \(known), plus `name` and `hosts`"))
+        }
+        return problems.isEmpty ? .success((name, hosts, handlers)) : .failure(ScriptProblems(problems: problems))
+    }
+
+    /// The first line that assigns `key =` (a best effort: the line an operator looks at).
+    static func lineOf(_ key: String, in source: String) -> Int? {
+        for (index, line) in source.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            guard let range = line.range(of: key) else { continue }
+            let before = line[..<range.lowerBound].last
+            let after = line[range.upperBound...].drop { $0 == " " || $0 == "\t" }
+            if before.map({ !($0.isLetter || $0.isNumber || $0 == "_") }) ?? true, after.hasPrefix("="), !after.hasPrefix("==") {
+                return index + 1
+            }
+        }
+        return nil
+    }
+
+    static func lastReturnLine(in source: String) -> Int? {
+        let lines = source.split(separator: "\n", omittingEmptySubsequences: false)
+        return lines.lastIndex { $0.trimmingCharacters(in: .whitespaces).hasPrefix("return") }.map { $0 + 1 }
+    }
+}

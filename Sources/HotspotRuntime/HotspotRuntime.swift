@@ -1,0 +1,423 @@
+import Foundation
+public import LuaSandbox
+
+/// The hotspot-helper state machine (hotspot-model.md), with venue scripts as helpers.
+///
+/// One session per network, keyed by SSID. Commands go to helpers through the sandboxed
+/// engine; every command and every transition is reported as a `HotspotEvent`. What must
+/// survive a restart (chosen helpers, exclusions, disabled auto-join, switched-off helpers,
+/// `cmd.store`) is written to the state directory before the transition that relies on it.
+public actor HotspotRuntime {
+    public struct Configuration: Sendable {
+        /// Deadline of every command but `present_ui`.
+        public var commandDeadline: Duration
+        /// Deadline of `present_ui`; nil means none (it waits on a person).
+        public var presentUIDeadline: Duration?
+        public var maintainInterval: Duration
+        /// Backoff after `temporary_failure`: doubles from the first delay up to the maximum.
+        public var retryFirstDelay: Duration
+        public var retryMaximumDelay: Duration
+
+        public init(commandDeadline: Duration = .seconds(45), presentUIDeadline: Duration? = nil,
+                    maintainInterval: Duration = .seconds(300), retryFirstDelay: Duration = .seconds(1),
+                    retryMaximumDelay: Duration = .seconds(600)) {
+            self.commandDeadline = commandDeadline
+            self.presentUIDeadline = presentUIDeadline
+            self.maintainInterval = maintainInterval
+            self.retryFirstDelay = retryFirstDelay
+            self.retryMaximumDelay = retryMaximumDelay
+        }
+    }
+
+    /// The engine configuration helpers need: the worker with the script libraries, and
+    /// the contract's prelude in every state.
+    public static func engineConfiguration(
+        workerExecutable: String = LuaEngine.Configuration.executableBesideCurrent(named: "hotspot-helper-worker"),
+        workerCount: Int = 2
+    ) -> LuaEngine.Configuration {
+        LuaEngine.Configuration(workerExecutable: workerExecutable, workerCount: workerCount,
+                                prelude: HelperPrelude.source)
+    }
+
+    /// Loads every script at `path` (a file or a directory of `*.lua`) as a helper.
+    public static func loadHelpers(at path: String, into engine: LuaEngine) async -> ([HelperScript], [ScriptProblem]) {
+        let paths: [String]
+        do {
+            paths = try HelperScript.scriptPaths(at: path)
+        } catch {
+            return ([], [error])
+        }
+        var helpers: [HelperScript] = []
+        var problems: [ScriptProblem] = []
+        for path in paths {
+            switch await HelperScript.load(path: path, into: engine) {
+            case .success(let helper): helpers.append(helper)
+            case .failure(let found): problems += found.problems
+            }
+        }
+        return (helpers, problems)
+    }
+
+    struct Session {
+        var network: NetworkDescription
+        var state: HotspotState = .inactive
+        var helper: String?
+        var retryDelay: Duration?
+        /// The pending maintain or retry.
+        var timer: Task<Void, Never>?
+    }
+
+    public nonisolated let helpers: [HelperScript]
+    public nonisolated let persistence: StateDirectory
+    public nonisolated let configuration: Configuration
+    private nonisolated let engine: LuaEngine
+    private nonisolated let emit: @Sendable (HotspotEvent) -> Void
+    private var sessions: [String: Session] = [:]
+
+    public init(engine: LuaEngine, helpers: [HelperScript], persistence: StateDirectory,
+                configuration: Configuration = .init(), events: @escaping @Sendable (HotspotEvent) -> Void) {
+        self.engine = engine
+        self.helpers = helpers
+        self.persistence = persistence
+        self.configuration = configuration
+        self.emit = events
+        for warning in persistence.warnings { events(HotspotEvent(event: .log, level: "warn", message: warning)) }
+    }
+
+    public func state(of ssid: String) -> HotspotState { sessions[ssid]?.state ?? .inactive }
+    public func chosenHelper(of ssid: String) -> String? { sessions[ssid]?.helper }
+
+    // MARK: joining
+
+    /// The device joined `network`: runs the machine until the network rests
+    /// (authenticated, presenting UI, failed) and returns that state.
+    @discardableResult
+    public func join(_ network: NetworkDescription) async -> HotspotState {
+        sessions[network.ssid]?.timer?.cancel()
+        sessions[network.ssid] = Session(network: network)
+        return await start(network.ssid)
+    }
+
+    private func start(_ ssid: String) async -> HotspotState {
+        guard let network = sessions[ssid]?.network else { return .inactive }
+        let saved = persistence.snapshot
+        if network.didAutoJoin, saved.autoJoinDisabled.contains(ssid) {
+            log(ssid, "warn", "auto-join of \(ssid) is disabled since a helper answered failure; join it by hand to try again")
+            return .inactive
+        }
+        if let cached = saved.chosenHelpers[ssid], let helper = usableHelper(cached, for: ssid) {
+            transition(ssid, to: .maintaining, helper: helper.id)
+            let response = await send(.maintain, to: helper, network: network, didJustJoin: true)
+            return await afterMaintain(ssid, helper, response)
+        }
+        return await evaluate(ssid)
+    }
+
+    /// Evaluate goes to every enabled helper at once; the first `high` wins at once and
+    /// the others are cancelled; otherwise the first `low`, once all have answered.
+    private func evaluate(_ ssid: String) async -> HotspotState {
+        guard let network = sessions[ssid]?.network else { return .inactive }
+        transition(ssid, to: .evaluating, helper: nil)
+        let candidates = helpers.filter { usableHelper($0.id, for: ssid) != nil }
+        let winner = await withTaskGroup(of: (HelperScript, Confidence).self) { group -> HelperScript? in
+            for helper in candidates {
+                group.addTask { (helper, await self.send(.evaluate, to: helper, network: network).confidence) }
+            }
+            var firstLow: HelperScript?
+            for await (helper, confidence) in group {
+                if confidence == .high {
+                    group.cancelAll()
+                    return helper
+                }
+                if confidence == .low, firstLow == nil { firstLow = helper }
+            }
+            return firstLow
+        }
+        guard let winner else {
+            transition(ssid, to: .authenticated, helper: nil)  // nobody claims it
+            return .authenticated
+        }
+        return await authenticate(ssid, with: winner)
+    }
+
+    private func authenticate(_ ssid: String, with helper: HelperScript) async -> HotspotState {
+        guard let network = sessions[ssid]?.network else { return .inactive }
+        transition(ssid, to: .authenticating, helper: helper.id)
+        let response = await send(.authenticate, to: helper, network: network, isChosen: true)
+        return await afterAuthentication(ssid, helper, response)
+    }
+
+    private func afterAuthentication(_ ssid: String, _ helper: HelperScript, _ response: HelperResponse) async -> HotspotState {
+        switch response.result {
+        case .success:
+            persist(ssid) {
+                $0.chosenHelpers[ssid] = helper.id
+                $0.autoJoinDisabled.remove(ssid)
+            }
+            sessions[ssid]?.retryDelay = nil
+            transition(ssid, to: .authenticated, helper: helper.id)
+            scheduleMaintain(ssid)
+            return .authenticated
+        case .uiRequired:
+            transition(ssid, to: .presentingUI, helper: helper.id)  // until the user opens the UI
+            return .presentingUI
+        case .unsupportedNetwork:
+            persist(ssid) { $0.exclusions[ssid, default: []].insert(helper.id) }
+            return await evaluate(ssid)
+        case .temporaryFailure:
+            transition(ssid, to: .failure, helper: helper.id)
+            scheduleRetry(ssid)
+            return .failure
+        default:
+            persist(ssid) { $0.autoJoinDisabled.insert(ssid) }
+            transition(ssid, to: .failure, helper: helper.id)
+            return .failure
+        }
+    }
+
+    private func afterMaintain(_ ssid: String, _ helper: HelperScript, _ response: HelperResponse) async -> HotspotState {
+        switch response.result {
+        case .success:
+            transition(ssid, to: .authenticated, helper: helper.id)
+            scheduleMaintain(ssid)
+            return .authenticated
+        case .authenticationRequired:
+            return await authenticate(ssid, with: helper)
+        default:
+            persist(ssid) { $0.chosenHelpers[ssid] = nil }
+            return await evaluate(ssid)
+        }
+    }
+
+    // MARK: what the user and the timers ask for
+
+    /// Runs `maintain` now on an authenticated network (the timer does this every interval).
+    @discardableResult
+    public func maintain(_ ssid: String) async -> HotspotState {
+        sessions[ssid]?.timer?.cancel()
+        return await timerFired(ssid, maintain: true)
+    }
+
+    /// A maintain or retry timer went off: the task running this is that timer, which must
+    /// not be cancelled along the way.
+    private func timerFired(_ ssid: String, maintain: Bool) async -> HotspotState {
+        sessions[ssid]?.timer = nil
+        guard maintain else {
+            guard sessions[ssid]?.state == .failure else { return state(of: ssid) }
+            sessions[ssid]?.network.didAutoJoin = true
+            return await start(ssid)
+        }
+        guard let session = sessions[ssid], session.state == .authenticated else { return state(of: ssid) }
+        guard let id = session.helper, let helper = helpers.first(where: { $0.id == id }) else { return .authenticated }
+        transition(ssid, to: .maintaining, helper: id)
+        let response = await send(.maintain, to: helper, network: session.network)
+        return await afterMaintain(ssid, helper, response)
+    }
+
+    /// The user opened the helper's UI for a network waiting in `presenting_ui`.
+    @discardableResult
+    public func presentUI(_ ssid: String) async -> HotspotState {
+        guard let session = sessions[ssid], session.state == .presentingUI,
+              let id = session.helper, let helper = helpers.first(where: { $0.id == id }) else { return state(of: ssid) }
+        let response = await send(.presentUI, to: helper, network: session.network, isChosen: true)
+        return await afterAuthentication(ssid, helper, response)
+    }
+
+    /// The user asked to log off: `logoff` goes to the chosen helper, then the device
+    /// leaves the network.
+    @discardableResult
+    public func logoff(_ ssid: String) async -> HotspotState {
+        guard let session = sessions[ssid], session.state == .authenticated else { return state(of: ssid) }
+        session.timer?.cancel()
+        if let id = session.helper, let helper = helpers.first(where: { $0.id == id }) {
+            transition(ssid, to: .loggingOff, helper: id)
+            _ = await send(.logoff, to: helper, network: session.network, isChosen: true)
+        }
+        transition(ssid, to: .inactive, helper: session.helper)
+        return .inactive
+    }
+
+    /// The device left the network: no command is sent.
+    public func leave(_ ssid: String) {
+        guard let session = sessions[ssid] else { return }
+        session.timer?.cancel()
+        transition(ssid, to: .inactive, helper: session.helper)
+        sessions[ssid] = nil
+    }
+
+    /// Runs `filter_scan_list` on every enabled helper and returns what each claims.
+    public func filterScanList(_ networks: [NetworkDescription]) async -> [NetworkClaim] {
+        let candidates = helpers.filter { !persistence.snapshot.disabledHelpers.contains($0.id) }
+        return await withTaskGroup(of: [NetworkClaim].self) { group in
+            for helper in candidates {
+                group.addTask {
+                    let response = await self.send(.filterScanList, to: helper, network: nil, networkList: networks)
+                    guard response.result == .success else { return [] }
+                    return response.claims.map {
+                        NetworkClaim(ssid: $0.ssid, bssid: $0.bssid, helper: helper.id,
+                                     displayName: helper.displayName, password: $0.password)
+                    }
+                }
+            }
+            var claims: [NetworkClaim] = []
+            for await found in group { claims += found }
+            return claims.sorted { ($0.ssid, $0.helper) < ($1.ssid, $1.helper) }
+        }
+    }
+
+    /// Switches a helper on or off, everywhere or for one SSID.
+    public func setHelper(_ id: String, enabled: Bool, ssid: String? = nil) throws {
+        try persistence.update { state in
+            if let ssid {
+                if enabled { state.disabledForNetwork[ssid]?.remove(id) } else { state.disabledForNetwork[ssid, default: []].insert(id) }
+                if state.disabledForNetwork[ssid]?.isEmpty == true { state.disabledForNetwork[ssid] = nil }
+            } else if enabled {
+                state.disabledHelpers.remove(id)
+            } else {
+                state.disabledHelpers.insert(id)
+            }
+        }
+    }
+
+    // MARK: timers
+
+    private func scheduleMaintain(_ ssid: String) {
+        let interval = configuration.maintainInterval
+        sessions[ssid]?.timer?.cancel()
+        sessions[ssid]?.timer = Task { [weak self] in
+            try? await Task.sleep(for: interval)
+            guard !Task.isCancelled else { return }
+            _ = await self?.timerFired(ssid, maintain: true)
+        }
+    }
+
+    private func scheduleRetry(_ ssid: String) {
+        guard var session = sessions[ssid] else { return }
+        let delay = session.retryDelay.map { min($0 * 2, configuration.retryMaximumDelay) } ?? configuration.retryFirstDelay
+        session.retryDelay = delay
+        session.timer?.cancel()
+        session.timer = Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            guard !Task.isCancelled else { return }
+            _ = await self?.timerFired(ssid, maintain: false)
+        }
+        sessions[ssid] = session
+        log(ssid, "info", "retrying \(ssid) in \(delay)")
+    }
+
+    // MARK: commands
+
+    private func usableHelper(_ id: String, for ssid: String) -> HelperScript? {
+        let saved = persistence.snapshot
+        guard !saved.disabledHelpers.contains(id), saved.disabledForNetwork[ssid]?.contains(id) != true,
+              saved.exclusions[ssid]?.contains(id) != true else { return nil }
+        return helpers.first { $0.id == id }
+    }
+
+    /// Sends one command to one helper and reports it.
+    nonisolated func send(_ command: HotspotCommand, to helper: HelperScript, network: NetworkDescription?,
+                          networkList: [NetworkDescription]? = nil, didJustJoin: Bool = false,
+                          isChosen: Bool = false) async -> HelperResponse {
+        let start = Deadline.now
+        var response: HelperResponse
+        if helper.handlers.contains(command) {
+            var table = LuaTable()
+            table["type"] = .text(command.rawValue)
+            if let network {
+                table["network"] = Self.networkValue(network, didJustJoin: didJustJoin, isChosen: isChosen)
+                table["store"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
+                    persistence.store(helper: helper.id, ssid: network.ssid).map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
+            }
+            if let networkList {
+                table["network_list"] = .table(LuaTable(array: networkList.map { Self.networkValue($0, didJustJoin: false, isChosen: false) }))
+            }
+            let deadline: CallDeadline = if command == .presentUI {
+                configuration.presentUIDeadline.map { .after($0) } ?? .unlimited
+            } else {
+                .after(configuration.commandDeadline)
+            }
+            let outcome = await engine.call(helper.handle, "dispatch", [.table(table)], deadline: deadline)
+            for record in outcome.logs {
+                emit(HotspotEvent(event: .log, network: network?.ssid, command: command, helper: helper.id,
+                                  level: record.level.name, message: record.message))
+            }
+            response = Self.interpret(outcome, answering: command)
+            if let store = response.store, let network {
+                do {
+                    try persistence.setStore(store, helper: helper.id, ssid: network.ssid)
+                } catch {
+                    response = .failure("cmd.store could not be saved: \(error)")
+                }
+            }
+        } else {
+            response = HelperResponse(result: .commandNotRecognized, confidence: .none, claims: [], error: nil, store: nil)
+        }
+        let milliseconds = Double(Deadline.now.nanoseconds - start.nanoseconds) / 1_000_000
+        emit(HotspotEvent(event: .command, network: network?.ssid, command: command, helper: helper.id,
+                          result: response.result, confidence: command == .evaluate ? response.confidence : nil,
+                          ms: (milliseconds * 1000).rounded() / 1000, error: response.error))
+        return response
+    }
+
+    static func networkValue(_ network: NetworkDescription, didJustJoin: Bool, isChosen: Bool) -> LuaValue {
+        [
+            "ssid": .text(network.ssid), "bssid": .text(network.bssid),
+            "signal_strength": .number(network.signalStrength), "is_secure": .boolean(network.isSecure),
+            "did_auto_join": .boolean(network.didAutoJoin), "did_just_join": .boolean(didJustJoin),
+            "is_chosen_helper": .boolean(isChosen),
+        ]
+    }
+
+    /// Checks what the prelude collected against the model; anything else is a `failure`
+    /// whose error says why.
+    static func interpret(_ outcome: CallOutcome, answering command: HotspotCommand) -> HelperResponse {
+        let answer: LuaTable
+        switch outcome.result {
+        case .failure(let error): return .failure(error.description)
+        case .success(let values): answer = values.first?.tableValue ?? LuaTable()
+        }
+        let store = answer["store"].tableValue.map { table in
+            Dictionary(uniqueKeysWithValues: table.entries.compactMap { key, value in
+                key.stringValue.flatMap { key in value.stringValue.map { (key, $0) } }
+            })
+        }
+        guard let name = answer["result"].stringValue, let result = CommandResult(rawValue: name) else {
+            return .failure("the handler answered no known result")
+        }
+        if let broken = result.ruleBroken(answering: command) {
+            var failure = HelperResponse.failure("result '\(name)' is not valid for \(command.rawValue): \(broken)")
+            failure.store = store
+            return failure
+        }
+        let network = answer["network"].tableValue
+        let confidence = network.flatMap { Confidence(rawValue: $0["confidence"].stringValue ?? "") } ?? .none
+        let claims = (answer["network_list"].tableValue?.array ?? []).compactMap { entry -> (String, String?, String?)? in
+            guard let table = entry.tableValue, let ssid = table["ssid"].stringValue else { return nil }
+            return (ssid, table["bssid"].stringValue, table["password"].stringValue)
+        }
+        return HelperResponse(result: result, confidence: result == .success ? confidence : .none,
+                              claims: claims.map { (ssid: $0.0, bssid: $0.1, password: $0.2) },
+                              error: answer["error"].stringValue, store: store)
+    }
+
+    // MARK: events and persistence
+
+    private func transition(_ ssid: String, to state: HotspotState, helper: String?) {
+        let from = sessions[ssid]?.state ?? .inactive
+        sessions[ssid]?.state = state
+        sessions[ssid]?.helper = helper
+        emit(HotspotEvent(event: .state, network: ssid, helper: helper, from: from, to: state))
+    }
+
+    private func persist(_ ssid: String, _ change: (inout PersistentState) -> Void) {
+        do {
+            try persistence.update(change)
+        } catch {
+            log(ssid, "error", "the state directory could not be written: \(error)")
+        }
+    }
+
+    private func log(_ ssid: String, _ level: String, _ message: String) {
+        emit(HotspotEvent(event: .log, network: ssid, level: level, message: message))
+    }
+}

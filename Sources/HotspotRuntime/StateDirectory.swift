@@ -1,0 +1,128 @@
+import Foundation
+import Synchronization
+
+/// What the runtime remembers across restarts, apart from the helpers' stores.
+public struct PersistentState: Codable, Sendable, Equatable {
+    /// The helper that authenticated each network (by SSID).
+    public var chosenHelpers: [String: String] = [:]
+    /// Helpers excluded from a network after answering `unsupported_network`.
+    public var exclusions: [String: Set<String>] = [:]
+    /// Networks whose auto-join was disabled by a `failure`.
+    public var autoJoinDisabled: Set<String> = []
+    /// Helpers the user switched off everywhere.
+    public var disabledHelpers: Set<String> = []
+    /// Helpers the user switched off for one SSID.
+    public var disabledForNetwork: [String: Set<String>] = [:]
+
+    public init() {}
+}
+
+/// The state directory: `state.json` and `store/<helper>.json`. Every write is atomic
+/// (temporary file, fsync, rename, fsync of the directory), so a `kill -9` at any moment
+/// leaves either the old or the new file. A file that cannot be read is moved aside and
+/// reported, never silently dropped. Without a path everything stays in memory.
+public final class StateDirectory: Sendable {
+    public let path: String?
+    private let state: Mutex<PersistentState>
+    private let stores: Mutex<[String: [String: [String: String]]]>
+    /// Files that were set aside because they could not be read.
+    public let warnings: [String]
+
+    public static let storeLimit = 16384
+
+    public init(path: String?) throws {
+        self.path = path
+        var warnings: [String] = []
+        var loaded = PersistentState()
+        var stores: [String: [String: [String: String]]] = [:]
+        if let path {
+            do {
+                try FileManager.default.createDirectory(atPath: path + "/store", withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw StateDirectoryError("cannot create the state directory \(path): \(error.localizedDescription)")
+            }
+            if let state: PersistentState = Self.read(path + "/state.json", warnings: &warnings) { loaded = state }
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: path + "/store")) ?? []
+            where name.hasSuffix(".json") {
+                let helper = String(name.dropLast(5))
+                if let store: [String: [String: String]] = Self.read(path + "/store/" + name, warnings: &warnings) {
+                    stores[helper] = store
+                }
+            }
+        }
+        self.state = Mutex(loaded)
+        self.stores = Mutex(stores)
+        self.warnings = warnings
+    }
+
+    public var snapshot: PersistentState { state.withLock { $0 } }
+
+    /// Changes the state and writes it before returning.
+    public func update(_ change: (inout PersistentState) -> Void) throws {
+        try state.withLock { state in
+            var next = state
+            change(&next)
+            guard next != state else { return }
+            if let path { try Self.writeAtomically(try Self.encoder.encode(next), to: path + "/state.json") }
+            state = next
+        }
+    }
+
+    public func store(helper: String, ssid: String) -> [String: String] {
+        stores.withLock { $0[helper]?[ssid] ?? [:] }
+    }
+
+    public func setStore(_ values: [String: String], helper: String, ssid: String) throws {
+        try stores.withLock { stores in
+            var helperStores = stores[helper] ?? [:]
+            helperStores[ssid] = values.isEmpty ? nil : values
+            if let path {
+                try Self.writeAtomically(try Self.encoder.encode(helperStores), to: path + "/store/\(helper).json")
+            }
+            stores[helper] = helperStores
+        }
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return encoder
+    }()
+
+    private static func read<T: Decodable>(_ file: String, warnings: inout [String]) -> T? {
+        guard let data = FileManager.default.contents(atPath: file) else { return nil }
+        do {
+            return try JSONDecoder().decode(T.self, from: data)
+        } catch {
+            let aside = file + ".corrupt-\(Int(Date().timeIntervalSince1970))"
+            let moved = rename(file, aside) == 0
+            warnings.append("\(file) could not be read (\(error.localizedDescription)); "
+                + (moved ? "it was moved to \(aside) and the runtime starts without it" : "it was left in place"))
+            return nil
+        }
+    }
+
+    static func writeAtomically(_ data: Data, to file: String) throws {
+        let temporary = file + ".tmp-\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw StateDirectoryError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        let synced = fsync(descriptor) == 0
+        close(descriptor)
+        guard written == data.count, synced, rename(temporary, file) == 0 else {
+            unlink(temporary)
+            throw StateDirectoryError("cannot write \(file): \(String(cString: strerror(errno)))")
+        }
+        let directory = open((file as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directory >= 0 {
+            fsync(directory)
+            close(directory)
+        }
+    }
+}
+
+public struct StateDirectoryError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,41 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LuaSandbox
+
+/// Measures the Lua engine against the hotspot's runtime goals and prints one table.
+/// Meant for a release build (`make bench`); debug figures say little.
+@main
+struct HotspotBench {
+    static func main() async {
+        // A stock interpreter that fails to read its program must not kill the bench.
+        signal(SIGPIPE, SIG_IGN)
+        let start = Deadline.now.nanoseconds
+        var figures: [Figure] = []
+        figures += await measure("Round trip, trivial handler") { [try await measureRoundTrip()] }
+        figures += await measure("Worker start to first answer") { [try await measureWorkerStart()] }
+        figures += await measure("Idle worker RSS") { try await measureWorkerMemory() }
+        figures += await measure("Deadline overshoot, Lua loop (hook)") { [try await measureHookDeadline()] }
+        figures += await measure("Deadline overshoot, C overrun (kill)") { [try await measureKillDeadline()] }
+        figures += await measure("Commands per second") { [try await measureThroughput()] }
+        print(render(figures))
+        print("\nWhole run: \(duration(nanoseconds: nanoseconds(since: start))).")
+    }
+
+    /// Runs one benchmark off the main actor (a @Sendable closure is not isolated to it);
+    /// one that fails shows as a row whose goal is missed, so the other figures still print.
+    private static func measure(_ name: String, _ body: @Sendable () async throws -> [Figure]) async -> [Figure] {
+        progress("measuring: \(name)")
+        do {
+            return try await body()
+        } catch {
+            return [Figure(name: name, result: "failed: \(error)", goals: [.init(text: "(not measured)", met: false)])]
+        }
+    }
+
+    /// Progress goes to standard error so standard output holds just the results.
+    private static func progress(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    }
+}

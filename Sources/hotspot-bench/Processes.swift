@@ -1,0 +1,110 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The stock interpreter from Debian's lua5.4 package, the baseline for in-process Lua.
+enum StockLua {
+    static let path = "/usr/bin/lua5.4"
+
+    /// Runs `program` (given on standard input, so its size is not limited by argv) and
+    /// returns what it printed.
+    static func run(_ program: String) throws -> String {
+        try runProcess([path, "-"], input: Array(program.utf8))
+    }
+}
+
+/// Runs a program to its end with `input` on its standard input; returns its standard
+/// output, or throws when it cannot start or does not exit with status 0.
+@discardableResult
+func runProcess(_ arguments: [String], input: [UInt8] = []) throws -> String {
+    var toChild: [Int32] = [-1, -1]
+    var fromChild: [Int32] = [-1, -1]
+    guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
+        throw BenchError("cannot create a pipe: \(String(cString: strerror(errno)))")
+    }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, toChild[0], STDIN_FILENO)
+    posix_spawn_file_actions_adddup2(&actions, fromChild[1], STDOUT_FILENO)
+    for descriptor in toChild + fromChild { posix_spawn_file_actions_addclose(&actions, descriptor) }
+    var argv = arguments.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    let status = posix_spawn(&pid, arguments[0], &actions, nil, &argv, environ)
+    close(toChild[0])
+    close(fromChild[1])
+    defer { close(fromChild[0]) }
+    guard status == 0 else {
+        close(toChild[1])
+        throw BenchError("cannot start \(arguments[0]): \(String(cString: strerror(status)))")
+    }
+    input.withUnsafeBytes { bytes in
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(toChild[1], bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { break }  // it stopped reading; its exit status tells why
+            offset += written
+        }
+    }
+    close(toChild[1])
+    var output: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 14)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(fromChild[0], $0.baseAddress, $0.count) }
+        if count < 0, errno == EINTR { continue }
+        guard count > 0 else { break }
+        output += chunk[0..<count]
+    }
+    var exitStatus: Int32 = 0
+    while waitpid(pid, &exitStatus, 0) < 0, errno == EINTR {}
+    guard exitStatus == 0 else { throw BenchError("\(arguments[0]) failed (wait status \(exitStatus))") }
+    return String(decoding: output, as: UTF8.self)
+}
+
+/// What /proc/<pid>/status says about a process's resident memory.
+struct ResidentMemory {
+    /// VmRSS: every resident page, shared libraries included.
+    let total: Int
+    /// RssAnon: the process's own heap and stacks.
+    let anonymous: Int
+
+    init(pid: Int32) throws {
+        try self.init(status: readFile("/proc/\(pid)/status"))
+    }
+
+    /// Parses the text of a /proc/<pid>/status file.
+    init(status: String) throws {
+        func kilobytes(_ field: String) throws -> Int {
+            // A line such as "VmRSS:\t    2476 kB".
+            let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") }
+            guard let line, let kilobytes = Int(line.filter(\.isNumber)) else {
+                throw BenchError("no \(field) in a process status")
+            }
+            return kilobytes * 1024
+        }
+        total = try kilobytes("VmRSS")
+        anonymous = try kilobytes("RssAnon")
+    }
+}
+
+private func readFile(_ path: String) throws -> String {
+    let descriptor = open(path, O_RDONLY)
+    guard descriptor >= 0 else { throw BenchError("cannot open \(path): \(String(cString: strerror(errno)))") }
+    defer { close(descriptor) }
+    var contents: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if count < 0, errno == EINTR { continue }
+        guard count > 0 else { break }
+        contents += chunk[0..<count]
+    }
+    return String(decoding: contents, as: UTF8.self)
+}

@@ -1,0 +1,48 @@
+import LuaSandbox
+
+/// Figure 1: sequential calls of a trivial handler through a worker, against stock Lua
+/// calling the same function in its own process.
+func measureRoundTrip(samples count: Int = 20_000) async throws -> Figure {
+    let engine = try makeEngine(workers: 1)
+    defer { engine.shutdown() }
+    let script = try await engine.load(ScriptSource(path: "trivial.lua", text: Scripts.trivial))
+    for _ in 0..<2_000 {
+        guard try await engine.call(script, "f").get() == [1] else { throw BenchError("f did not return 1") }
+    }
+    var latencies: [Double] = []
+    latencies.reserveCapacity(count)
+    for _ in 0..<count {
+        let start = Deadline.now.nanoseconds
+        let outcome = await engine.call(script, "f")
+        latencies.append(nanoseconds(since: start))
+        _ = try outcome.get()
+    }
+    let samples = Samples(latencies)
+    let inProcess = try stockLuaCallNanoseconds()
+    return Figure(
+        name: "Round trip, trivial handler",
+        result: "p50 \(duration(nanoseconds: samples.median)), p99 \(duration(nanoseconds: samples.p99)) (n=\(count))",
+        baseline: (duration(nanoseconds: inProcess), ratio(samples.median, over: inProcess),
+                   "Round trip: stock lua5.4 calling the same function in its own process, median per call over 31 batches of 200,000 (os.clock)."),
+        goals: [.init(text: "p50 ≤ 50 µs", met: samples.median <= 50_000),
+                .init(text: "p99 ≤ 500 µs", met: samples.p99 <= 500_000)])
+}
+
+/// Per-call time of `exports.f()` in the stock interpreter.
+private func stockLuaCallNanoseconds() throws -> Double {
+    let output = try StockLua.run("""
+        local exports = { f = function() return 1 end }
+        local batch, perCall = 200000, {}
+        for round = 1, 31 do
+            local start = os.clock()
+            for _ = 1, batch do exports.f() end
+            perCall[round] = (os.clock() - start) / batch * 1e9
+        end
+        table.sort(perCall)
+        print(perCall[16])
+        """)
+    guard let value = Double(output.filter { !$0.isWhitespace }) else {
+        throw BenchError("lua5.4 printed \(output) instead of a number")
+    }
+    return value
+}

@@ -1,0 +1,85 @@
+import Foundation
+import LuaSandbox
+import Synchronization
+@testable import HotspotRuntime
+
+/// Collects a runtime's events.
+final class EventLog: Sendable {
+    private let events = Mutex<[HotspotEvent]>([])
+
+    func append(_ event: HotspotEvent) { events.withLock { $0.append(event) } }
+    var all: [HotspotEvent] { events.withLock { $0 } }
+
+    func commands(_ command: HotspotCommand? = nil) -> [HotspotEvent] {
+        all.filter { $0.event == .command && (command == nil || $0.command == command) }
+    }
+
+    /// `from>to` of every transition, in order.
+    var transitions: [String] {
+        all.filter { $0.event == .state }.map { "\($0.from!.rawValue)>\($0.to!.rawValue)" }
+    }
+}
+
+/// A directory of venue scripts, a state directory and a runtime over a real engine.
+struct RuntimeFixture {
+    let scripts: String
+    let stateDirectory: String
+    let engine: LuaEngine
+    let runtime: HotspotRuntime
+    let events: EventLog
+
+    static func temporaryDirectory() -> String {
+        let path = NSTemporaryDirectory() + "hotspot-tests-" + UUID().uuidString
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    init(scripts: [String: String], stateDirectory: String? = nil,
+         configuration: HotspotRuntime.Configuration = .init(commandDeadline: .seconds(5))) async throws {
+        let directory = Self.temporaryDirectory()
+        for (name, text) in scripts {
+            try text.write(toFile: "\(directory)/\(name).lua", atomically: true, encoding: .utf8)
+        }
+        try await self.init(scriptDirectory: directory, stateDirectory: stateDirectory ?? Self.temporaryDirectory(),
+                            configuration: configuration)
+    }
+
+    init(scriptDirectory: String, stateDirectory: String, configuration: HotspotRuntime.Configuration) async throws {
+        scripts = scriptDirectory
+        self.stateDirectory = stateDirectory
+        engine = try LuaEngine(HotspotRuntime.engineConfiguration())
+        let (helpers, problems) = await HotspotRuntime.loadHelpers(at: scriptDirectory, into: engine)
+        guard problems.isEmpty else { throw ScriptProblems(problems: problems) }
+        let events = EventLog()
+        self.events = events
+        runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: try StateDirectory(path: stateDirectory),
+                                 configuration: configuration, events: { events.append($0) })
+    }
+
+    /// The same scripts and state directory in a new engine and runtime, as after a restart.
+    func restarted(configuration: HotspotRuntime.Configuration = .init(commandDeadline: .seconds(5))) async throws -> RuntimeFixture {
+        engine.shutdown()
+        return try await RuntimeFixture(scriptDirectory: scripts, stateDirectory: stateDirectory, configuration: configuration)
+    }
+}
+
+/// A venue script: `evaluate` answers `confidence` after `delay` seconds (or runs `evaluate`
+/// as given), other handlers as given.
+func venue(_ name: String, confidence: String = "none", delay: Double = 0, evaluate: String? = nil,
+           handlers: [String: String] = [:]) -> String {
+    let evaluateBody = evaluate ?? """
+        if \(delay) > 0 then sleep(\(delay)) end
+        cmd.network:set_confidence("\(confidence)")
+        local response = cmd:create_response("success")
+        response:set_network(cmd.network)
+        response:deliver()
+        """
+    var body = "return {\n  name = \"\(name)\",\n  hosts = { \"portal.example\" },\n"
+    body += "  evaluate = function(cmd)\n\(evaluateBody)\n  end,\n"
+    for (handler, code) in handlers.sorted(by: { $0.key < $1.key }) {
+        body += "  \(handler) = function(cmd)\n\(code)\n  end,\n"
+    }
+    return body + "}\n"
+}
+
+let guest = NetworkDescription(ssid: "Venue-Guest", bssid: "02:00:00:00:00:01", signalStrength: 0.8)

@@ -1,0 +1,285 @@
+import Foundation
+import LuaSandbox
+import Testing
+@testable import HotspotRuntime
+
+@Suite struct ArbitrationTests {
+    @Test func aSlowHighBeatsAFastLowWhenItAnswersInTime() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "fast": venue("Fast", confidence: "low", handlers: ["authenticate": "return 'success'"]),
+            "slow": venue("Slow", confidence: "high", delay: 0.3, handlers: ["authenticate": "return 'success'"]),
+        ])
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "slow")
+        #expect(fixture.events.commands(.authenticate).map(\.helper) == ["slow"])
+    }
+
+    @Test func theLowWinsWhenTheHighFailsOrOverruns() async throws {
+        for failing in ["error('portal unreachable')", "while true do end"] {
+            let fixture = try await RuntimeFixture(scripts: [
+                "fast": venue("Fast", confidence: "low", handlers: ["authenticate": "return 'success'"]),
+                "broken": venue("Broken", evaluate: failing, handlers: ["authenticate": "return 'success'"]),
+            ], configuration: .init(commandDeadline: .milliseconds(300)))
+            #expect(await fixture.runtime.join(guest) == .authenticated)
+            #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "fast")
+            let broken = try #require(fixture.events.commands(.evaluate).first { $0.helper == "broken" })
+            #expect(broken.result == .failure)
+            #expect(broken.error != nil)
+        }
+    }
+
+    @Test func theFirstOfTwoHighsWinsAndTheOtherIsCancelled() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "first": venue("First", confidence: "high", handlers: ["authenticate": "return 'success'"]),
+            "second": venue("Second", confidence: "high", delay: 3, handlers: ["authenticate": "return 'success'"]),
+        ])
+        let start = Date()
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(Date().timeIntervalSince(start) < 2)
+        #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "first")
+        let second = try #require(fixture.events.commands(.evaluate).first { $0.helper == "second" })
+        #expect(second.error == "cancelled")
+    }
+
+    @Test func aNetworkNobodyClaimsIsAuthenticatedWithNoHelper() async throws {
+        let fixture = try await RuntimeFixture(scripts: ["shy": venue("Shy", confidence: "none")])
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == nil)
+        #expect(fixture.events.transitions == ["inactive>evaluating", "evaluating>authenticated"])
+        #expect(fixture.events.commands(.authenticate).isEmpty)
+    }
+
+    @Test func switchedOffHelpersAreNotAsked() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "a": venue("A", confidence: "high", handlers: ["authenticate": "return 'success'"]),
+            "b": venue("B", confidence: "low", handlers: ["authenticate": "return 'success'"]),
+        ])
+        try await fixture.runtime.setHelper("a", enabled: false, ssid: guest.ssid)
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "b")
+        #expect(fixture.events.commands(.evaluate).map(\.helper) == ["b"])
+    }
+}
+
+@Suite struct TransitionTests {
+    static let accepting = venue("Venue", confidence: "high", handlers: [
+        "authenticate": "cmd.store.logins = tostring((tonumber(cmd.store.logins) or 0) + 1) return 'success'",
+        "maintain": "cmd.store.just_joined = tostring(cmd.network.did_just_join) return 'success'",
+        "logoff": "cmd.store.logged_off = 'yes' return 'success'",
+    ])
+
+    @Test func aRejoinUsesTheCachedHelperWithoutEvaluate() async throws {
+        let fixture = try await RuntimeFixture(scripts: ["venue": Self.accepting])
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        let restarted = try await fixture.restarted()
+        #expect(await restarted.runtime.join(guest) == .authenticated)
+        #expect(restarted.events.commands(.evaluate).isEmpty)
+        #expect(restarted.events.transitions == ["inactive>maintaining", "maintaining>authenticated"])
+        #expect(restarted.runtime.persistence.store(helper: "venue", ssid: guest.ssid)
+            == ["logins": "1", "just_joined": "true"])
+    }
+
+    @Test func unsupportedNetworkExcludesTheHelperAndEvaluatesAgain() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "picky": venue("Picky", confidence: "high", handlers: ["authenticate": "return 'unsupported_network'"]),
+            "other": venue("Other", confidence: "low", handlers: ["authenticate": "return 'success'"]),
+        ])
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "other")
+        #expect(fixture.runtime.persistence.snapshot.exclusions[guest.ssid] == ["picky"])
+        #expect(fixture.events.commands(.evaluate).filter { $0.helper == "picky" }.count == 1)
+    }
+
+    @Test func failureDisablesAutoJoin() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "strict": venue("Strict", confidence: "high", handlers: ["authenticate": "return 'failure'"]),
+        ])
+        #expect(await fixture.runtime.join(guest) == .failure)
+        #expect(fixture.runtime.persistence.snapshot.autoJoinDisabled == [guest.ssid])
+        var autoJoin = guest
+        autoJoin.didAutoJoin = true
+        #expect(await fixture.runtime.join(autoJoin) == .inactive)
+        #expect(fixture.events.all.last?.message?.contains("auto-join") == true)
+    }
+
+    @Test func uiRequiredWaitsForPresentUI() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "ui": venue("UI", confidence: "high", handlers: [
+                "authenticate": "return 'ui_required'",
+                "present_ui": "return 'success'",
+            ]),
+        ])
+        #expect(await fixture.runtime.join(guest) == .presentingUI)
+        #expect(await fixture.runtime.maintain(guest.ssid) == .presentingUI)  // nothing happens by itself
+        #expect(await fixture.runtime.presentUI(guest.ssid) == .authenticated)
+        #expect(fixture.events.transitions.suffix(2) == ["authenticating>presenting_ui", "presenting_ui>authenticated"])
+    }
+
+    @Test func maintainWithAuthenticationRequiredAuthenticatesAgain() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "expiring": venue("Expiring", confidence: "high", handlers: [
+                "authenticate": "cmd.store.logins = tostring((tonumber(cmd.store.logins) or 0) + 1) return 'success'",
+                "maintain": "if cmd.store.logins == '1' then return 'authentication_required' end return 'success'",
+            ]),
+        ], configuration: .init(commandDeadline: .seconds(5), maintainInterval: .milliseconds(100)))
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(fixture.runtime.persistence.store(helper: "expiring", ssid: guest.ssid)["logins"] == "2")
+        #expect(fixture.events.transitions.contains("maintaining>authenticating"))
+        #expect(fixture.events.commands(.maintain).map(\.result).prefix(2) == [.authenticationRequired, .success], "\(fixture.events.commands(.maintain).map(\.error))")
+        await fixture.runtime.leave(guest.ssid)
+    }
+
+    @Test func maintainWithAnyOtherResultEvaluatesAgain() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "moody": venue("Moody", confidence: "high", handlers: [
+                "authenticate": "return 'success'",
+                "maintain": "return 'failure'",
+            ]),
+        ])
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(await fixture.runtime.maintain(guest.ssid) == .authenticated)
+        #expect(fixture.events.transitions.contains("maintaining>evaluating"))
+    }
+
+    @Test func logoffGoesToTheChosenHelperThenLeaves() async throws {
+        let fixture = try await RuntimeFixture(scripts: ["venue": Self.accepting])
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(await fixture.runtime.logoff(guest.ssid) == .inactive)
+        #expect(fixture.events.transitions.suffix(2) == ["authenticated>logging_off", "logging_off>inactive"])
+        #expect(fixture.runtime.persistence.store(helper: "venue", ssid: guest.ssid)["logged_off"] == "yes")
+    }
+
+    @Test func temporaryFailureRetriesWithBackoff() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "flaky": venue("Flaky", confidence: "high", handlers: [
+                "authenticate": """
+                    local tries = (tonumber(cmd.store.tries) or 0) + 1
+                    cmd.store.tries = tostring(tries)
+                    if tries < 3 then return 'temporary_failure' end
+                    return 'success'
+                    """,
+            ]),
+        ], configuration: .init(commandDeadline: .seconds(5), retryFirstDelay: .milliseconds(50)))
+        #expect(await fixture.runtime.join(guest) == .failure)
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(await fixture.runtime.state(of: guest.ssid) == .authenticated)
+        let retries = fixture.events.all.compactMap(\.message).filter { $0.hasPrefix("retrying") }
+        #expect(retries.count == 2)
+        #expect(retries.last?.contains("0.1 seconds") == true)
+        await fixture.runtime.leave(guest.ssid)
+    }
+}
+
+@Suite struct ContractTests {
+    @Test func invalidResultsAreFailuresNamingTheRule() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "wrong": venue("Wrong", confidence: "high", handlers: ["authenticate": "return 'authentication_required'"]),
+        ])
+        #expect(await fixture.runtime.join(guest) == .failure)
+        let authenticate = try #require(fixture.events.commands(.authenticate).first)
+        #expect(authenticate.result == .failure)
+        #expect(authenticate.error == "result 'authentication_required' is not valid for authenticate: authentication_required is valid only for maintain")
+    }
+
+    @Test func handlersThatRaiseOrOverrunFail() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "raises": venue("Raises", confidence: "high", handlers: ["authenticate": "local form = nil\nreturn form.action"]),
+        ], configuration: .init(commandDeadline: .milliseconds(300)))
+        #expect(await fixture.runtime.join(guest) == .failure)
+        let error = try #require(fixture.events.commands(.authenticate).first?.error)
+        #expect(error.contains("raises.lua:"))
+        #expect(error.contains("attempt to index a nil value"))
+    }
+
+    @Test func aHandlerWithoutAResponseHasAnsweredFailure() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "silent": venue("Silent", confidence: "high", handlers: ["authenticate": "local x = 1"]),
+        ])
+        #expect(await fixture.runtime.join(guest) == .failure)
+        #expect(fixture.events.commands(.authenticate).first?.error == "no response delivered")
+    }
+
+    @Test func aMissingHandlerAnswersCommandNotRecognized() async throws {
+        let fixture = try await RuntimeFixture(scripts: ["partial": venue("Partial", confidence: "high")])
+        #expect(await fixture.runtime.join(guest) == .failure)
+        #expect(fixture.events.commands(.authenticate).first?.result == .commandNotRecognized)
+    }
+
+    @Test func deliverWorksOnceAndResultsAreChecked() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "twice": venue("Twice", confidence: "high", handlers: [
+                "authenticate": "local r = cmd:create_response('success') r:deliver() r:deliver()",
+            ]),
+            "bogus": venue("Bogus", confidence: "low", handlers: ["authenticate": "cmd:create_response('great')"]),
+        ])
+        let twice = await fixture.runtime.send(.authenticate, to: fixture.runtime.helpers.first { $0.id == "twice" }!, network: guest)
+        #expect(twice.error?.contains("deliver() works once") == true)
+        let bogus = await fixture.runtime.send(.authenticate, to: fixture.runtime.helpers.first { $0.id == "bogus" }!, network: guest)
+        #expect(bogus.error?.contains("unknown result 'great'") == true)
+    }
+
+    @Test func filterScanListReturnsClaimsWithPasswordsAndDisplayNames() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "aroma": venue("Aroma Wi-Fi", handlers: ["filter_scan_list": """
+                local claimed = {}
+                for _, network in ipairs(cmd.network_list) do
+                  if network.ssid:find('^Aroma') then
+                    network:set_password('latte')
+                    claimed[#claimed + 1] = network
+                  end
+                end
+                local response = cmd:create_response('success')
+                response:set_network_list(claimed)
+                response:deliver()
+                """]),
+        ])
+        let claims = await fixture.runtime.filterScanList([
+            NetworkDescription(ssid: "Aroma-Guest"), NetworkDescription(ssid: "Airport-Free"),
+        ])
+        #expect(claims == [NetworkClaim(ssid: "Aroma-Guest", bssid: "", helper: "aroma", displayName: "Aroma Wi-Fi", password: "latte")])
+    }
+
+    @Test func scriptProblemsAreReportedWithTheirLines() async throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        try """
+            return {
+              name = "A name far too long for the list",
+              hosts = { "portal.example", "bad host!", "*" },
+              evaluate = "not a function",
+              authentcate = function() end,
+            }
+            """.write(toFile: directory + "/venue.lua", atomically: true, encoding: .utf8)
+        try "return {\n  name = = 1 }".write(toFile: directory + "/syntax.lua", atomically: true, encoding: .utf8)
+        let engine = try LuaEngine(HotspotRuntime.engineConfiguration())
+        let (helpers, problems) = await HotspotRuntime.loadHelpers(at: directory, into: engine)
+        #expect(helpers.isEmpty)
+        let described = problems.map { "\(($0.location as NSString).lastPathComponent): \($0.message)" }
+        #expect(described.contains { $0.hasPrefix("venue.lua:2: the display name") })
+        #expect(described.contains { $0.hasPrefix("venue.lua:3: host pattern \"bad host!\"") })
+        #expect(described.contains { $0.hasPrefix("venue.lua:3: host pattern \"*\"") })
+        #expect(described.contains { $0.hasPrefix("venue.lua:4: the handler `evaluate` must be a function") })
+        #expect(described.contains { $0.hasPrefix("venue.lua:5: unknown field `authentcate`") })
+        #expect(described.contains { $0.hasPrefix("syntax.lua:2: ") })
+    }
+}
+
+@Suite struct PersistenceTests {
+    @Test func aCorruptStateFileIsSetAsideAndReported() throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        try "{ not json".write(toFile: directory + "/state.json", atomically: true, encoding: .utf8)
+        let state = try StateDirectory(path: directory)
+        #expect(state.warnings.count == 1)
+        #expect(state.warnings[0].contains("moved to"))
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        #expect(names.contains { $0.hasPrefix("state.json.corrupt-") })
+        try state.update { $0.autoJoinDisabled.insert("X") }
+        #expect(try StateDirectory(path: directory).snapshot.autoJoinDisabled == ["X"])
+    }
+
+    @Test func theStoreSurvivesARestart() throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        try StateDirectory(path: directory).setStore(["token": "abc"], helper: "venue", ssid: "Guest")
+        #expect(try StateDirectory(path: directory).store(helper: "venue", ssid: "Guest") == ["token": "abc"])
+    }
+}
