@@ -131,11 +131,18 @@ static sbx_state *state_of(lua_State *L) {
 static void deadline_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     sbx_state *S = state_of(L);
-    if (atomic_load_explicit(&S->interrupted, memory_order_relaxed)) luaL_error(L, "interrupted");
+    if (atomic_load_explicit(&S->interrupted, memory_order_relaxed)) {
+        lua_pushliteral(L, "cancelled");
+        lua_error(L);
+    }
     if (S->deadline_ns && !S->deadline_exceeded && sbx_monotonic_ns() >= S->deadline_ns)
         S->deadline_exceeded = 1;
-    // Raised again at every later hook, so a pcall that swallows it gains nothing.
-    if (S->deadline_exceeded) luaL_error(L, "deadline exceeded");
+    // Raised again at every later hook, so a pcall that swallows it gains nothing. The
+    // message handler records where it struck.
+    if (S->deadline_exceeded) {
+        lua_pushliteral(L, "deadline exceeded");
+        lua_error(L);
+    }
 }
 
 /// Deadline, memory and interrupt errors must reach the host whatever the script does.

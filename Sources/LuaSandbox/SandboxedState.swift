@@ -133,12 +133,8 @@ struct RawOutcome: Sendable {
         case SBX_ERROR_MEMORY:
             kind = .memoryLimit
             message = "memory limit exceeded (\(formatBytes(memoryLimit)))"
-        case SBX_ERROR_DEADLINE:
-            kind = .deadlineExceeded
-            message = "deadline exceeded"
-        case SBX_ERROR_INTERRUPTED:
-            kind = .cancelled
-            message = "cancelled"
+        case SBX_ERROR_DEADLINE: kind = .deadlineExceeded
+        case SBX_ERROR_INTERRUPTED: kind = .cancelled
         case SBX_ERROR_VALUE: kind = .invalidValue
         default:
             kind = switch status {
