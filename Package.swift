@@ -12,7 +12,11 @@ let package = Package(
     products: [
         .library(name: "LuaSandbox", targets: ["LuaSandbox"]),
         .library(name: "HotspotRuntime", targets: ["HotspotRuntime"]),
+        .executable(name: "hotspot-helper", targets: ["hotspot-helper"]),
         .executable(name: "lua-sandbox-worker", targets: ["lua-sandbox-worker"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
         // Lua 5.4 from Debian's liblua5.4-dev.
@@ -34,9 +38,15 @@ let package = Package(
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
         .target(name: "HotspotRuntime", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+        // The command line, thin, on top of the runtime.
+        .executableTarget(
+            name: "hotspot-helper",
+            dependencies: ["HotspotRuntime", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings),
         // The engine demonstration `make demo` runs.
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotRuntimeTests", dependencies: ["HotspotRuntime", "ScriptLibraries"], swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotCLITests", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
     ]
 )

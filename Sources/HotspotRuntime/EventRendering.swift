@@ -1,0 +1,75 @@
+import Foundation
+
+extension HotspotEvent {
+    /// One JSON object on one line, with the keys of the `connect --json` contract in order
+    /// and explicit nulls.
+    public var jsonLine: String {
+        var fields: [(String, JSONScalar)] = [("event", .string(event.rawValue))]
+        switch event {
+        case .command:
+            fields += [("command", .string(command?.rawValue)), ("helper", .string(helper)),
+                       ("network", .string(network)), ("result", .string(result?.rawValue)),
+                       ("confidence", .string(confidence?.rawValue)), ("ms", .number(ms)), ("error", .string(error))]
+        case .state:
+            fields += [("network", .string(network)), ("from", .string(from?.rawValue)),
+                       ("to", .string(to?.rawValue)), ("helper", .string(helper))]
+        case .done:
+            fields += [("network", .string(network)), ("state", .string(state?.rawValue)), ("helper", .string(helper))]
+        case .log:
+            fields += [("network", .string(network)), ("helper", .string(helper)), ("command", .string(command?.rawValue)),
+                       ("level", .string(level)), ("message", .string(message))]
+        }
+        return "{" + fields.map { "\(JSONScalar.string($0.0).json):\($0.1.json)" }.joined(separator: ",") + "}"
+    }
+
+    /// A line of the readable timeline.
+    public func timelineLine(colored: Bool) -> String {
+        func paint(_ text: String, _ code: String) -> String { colored ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
+        let network = self.network.map { "[\($0)] " } ?? ""
+        switch event {
+        case .command:
+            let outcome = result?.rawValue ?? "?"
+            let painted = paint(outcome, result == .success ? "32" : result == .failure ? "31" : "33")
+            let confidence = self.confidence.map { " confidence \($0.rawValue)" } ?? ""
+            let error = self.error.map { " — " + paint($0, "31") } ?? ""
+            let milliseconds = ms.map { String(format: " (%.1f ms)", $0) } ?? ""
+            return "\(network)\(command?.rawValue ?? "?") → \(helper ?? "?"): \(painted)\(confidence)\(milliseconds)\(error)"
+        case .state:
+            let by = helper.map { " (\($0))" } ?? ""
+            return "\(network)\(from?.rawValue ?? "?") ⇒ \(paint(to?.rawValue ?? "?", "1"))\(by)"
+        case .done:
+            let by = helper.map { " by \($0)" } ?? " with no helper"
+            return "\(network)done: \(paint(state?.rawValue ?? "?", state == .authenticated ? "32;1" : "31;1"))\(by)"
+        case .log:
+            let source = helper.map { "\($0): " } ?? ""
+            return "\(network)\(paint(level ?? "info", level == "error" || level == "warn" ? "33" : "2")) \(source)\(message ?? "")"
+        }
+    }
+}
+
+private enum JSONScalar {
+    case string(String?)
+    case number(Double?)
+
+    var json: String {
+        switch self {
+        case .string(nil), .number(nil): return "null"
+        case .number(let value?):
+            return value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+        case .string(let value?):
+            var out = "\""
+            for scalar in value.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+    }
+}

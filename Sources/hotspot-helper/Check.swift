@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import HotspotRuntime
+import LuaSandbox
+
+struct Check: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Loads scripts in the sandbox without running a command, and reports every problem.",
+        discussion: """
+            Reports syntax errors, a returned value that is not a table, unknown or \
+            non-function handlers, a display name over 15 characters and malformed hosts \
+            patterns, each with file:line. Exit status 1 when anything is wrong.
+            """)
+
+    @Argument(help: ArgumentHelp("Venue scripts, or directories of *.lua scripts.", valueName: "script"))
+    var scripts: [String]
+
+    func run() async throws {
+        let output = EventOutput(json: false)
+        let engine: LuaEngine
+        do {
+            engine = try LuaEngine(HotspotRuntime.engineConfiguration(workerCount: 1))
+        } catch {
+            output.fail("cannot start the script engine: \(error)")
+            throw ExitCode(2)
+        }
+        defer { engine.shutdown() }
+        var problems: [ScriptProblem] = []
+        var checked = 0
+        for path in scripts {
+            let (helpers, found) = await HotspotRuntime.loadHelpers(at: path, into: engine)
+            checked += helpers.count + Set(found.map { $0.location.split(separator: ":").first ?? "" }).count
+            problems += found
+        }
+        for problem in problems { print(problem.description) }
+        if problems.isEmpty {
+            print("\(checked) script\(checked == 1 ? "" : "s") OK")
+        } else {
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+import HotspotRuntime
+import LuaSandbox
+
+struct Connect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Joins one network once with every script as a helper, and reports how it went.",
+        discussion: """
+            The state machine runs: evaluate goes to every helper, the winner authenticates, \
+            and the network is kept --stay seconds with maintain every --maintain-interval. \
+            With the same --state-dir, a second run uses the cached helper (no evaluate; \
+            maintain with did_just_join).
+
+            Exit status: 0 when the network is authenticated at the end, 1 when it is not, \
+            2 for usage errors and scripts that fail to load.
+            """)
+
+    @Option(name: .long, help: ArgumentHelp("A venue script, or a directory of *.lua scripts.", valueName: "path"))
+    var scripts: String
+
+    @Option(help: "The network's SSID.")
+    var ssid = "hotspot-helper"
+
+    @Option(help: "The network's BSSID.")
+    var bssid = ""
+
+    @Option(help: ArgumentHelp("Signal strength, 0.0 to 1.0.", valueName: "0.0-1.0"))
+    var signal = 1.0
+
+    @Flag(help: "The network is secured (WPA).")
+    var secure = false
+
+    @Option(name: .customLong("state-dir"),
+            help: ArgumentHelp("Where the chosen helper, exclusions and cmd.store are kept (default: nothing is kept).", valueName: "dir"))
+    var stateDirectory: String?
+
+    @Option(help: ArgumentHelp("Deadline of each command in seconds (present_ui has none).", valueName: "seconds"))
+    var deadline = 45.0
+
+    @Option(name: .customLong("maintain-interval"), help: ArgumentHelp("Seconds between maintain commands.", valueName: "seconds"))
+    var maintainInterval = 300.0
+
+    @Option(help: ArgumentHelp("Seconds to keep the network after joining.", valueName: "seconds"))
+    var stay = 0.0
+
+    @Flag(help: "Write JSON lines to standard output, and nothing else.")
+    var json = false
+
+    func validate() throws {
+        guard (0...1).contains(signal) else { throw ValidationError("--signal must be between 0.0 and 1.0, not \(signal)") }
+        guard deadline > 0 else { throw ValidationError("--deadline must be a positive number of seconds") }
+        guard maintainInterval > 0 else { throw ValidationError("--maintain-interval must be a positive number of seconds") }
+        guard stay >= 0 else { throw ValidationError("--stay must be 0 or more seconds") }
+    }
+
+    func run() async throws {
+        let output = EventOutput(json: json)
+        let engine: LuaEngine
+        do {
+            engine = try LuaEngine(HotspotRuntime.engineConfiguration())
+        } catch {
+            output.fail("cannot start the script engine: \(error)")
+            throw ExitCode(2)
+        }
+        defer { engine.shutdown() }
+        let (helpers, problems) = await HotspotRuntime.loadHelpers(at: scripts, into: engine)
+        guard problems.isEmpty else {
+            problems.forEach { output.fail($0.description) }
+            output.fail("fix the script\(problems.count == 1 ? "" : "s") above; `hotspot-helper check` lists every problem")
+            throw ExitCode(2)
+        }
+        let persistence: StateDirectory
+        do {
+            persistence = try StateDirectory(path: stateDirectory)
+        } catch {
+            output.fail("\(error)")
+            throw ExitCode(2)
+        }
+        let runtime = HotspotRuntime(
+            engine: engine, helpers: helpers, persistence: persistence,
+            configuration: .init(commandDeadline: .seconds(deadline), maintainInterval: .seconds(maintainInterval)),
+            events: output.write)
+        let network = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure)
+        await runtime.join(network)
+        if stay > 0 { try? await Task.sleep(for: .seconds(stay)) }
+        let state = await runtime.state(of: ssid)
+        await runtime.leave(ssid)
+        output.write(HotspotEvent(event: .done, network: ssid, helper: await runtime.chosenHelper(of: ssid) ?? persistence.snapshot.chosenHelpers[ssid], state: state))
+        if state != .authenticated { throw ExitCode(1) }
+    }
+}

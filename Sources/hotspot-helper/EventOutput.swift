@@ -1,0 +1,25 @@
+import Foundation
+import HotspotRuntime
+import Synchronization
+
+/// Renders events as JSON lines or as a timeline for people (coloured on a terminal).
+final class EventOutput: Sendable {
+    let json: Bool
+    private let colored: Bool
+    private let lock = Mutex(())
+
+    init(json: Bool) {
+        self.json = json
+        colored = !json && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+    }
+
+    func write(_ event: HotspotEvent) {
+        let line = json ? event.jsonLine : event.timelineLine(colored: colored)
+        lock.withLock { _ in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    }
+
+    /// Errors go to standard error, so `--json` output stays JSON only.
+    func fail(_ message: String) {
+        lock.withLock { _ in FileHandle.standardError.write(Data("hotspot-helper: \(message)\n".utf8)) }
+    }
+}

@@ -1,0 +1,30 @@
+import ArgumentParser
+import Foundation
+
+@main
+struct HotspotHelperCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hotspot-helper",
+        abstract: "Runs venue scripts that get a device through Wi-Fi captive portals.",
+        discussion: """
+            A venue script is a Lua file that returns a table of handlers (evaluate, \
+            authenticate, maintain, ...), run in a sandbox under deadlines and a memory cap.
+            """,
+        subcommands: [Connect.self, Check.self])
+
+    /// As the default, except that usage errors exit with status 2, as the commands document.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Foundation.exit(2)
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+import LuaSandbox
+import Testing
+
+/// The built `hotspot-helper` executable, run as a user would.
+struct CLI {
+    static let path = LuaEngine.Configuration.executableBesideCurrent(named: "hotspot-helper")
+
+    struct Run {
+        let status: Int32
+        let output: String
+        let errors: String
+
+        /// The JSON lines of `--json` output, decoded.
+        var events: [[String: Any]] {
+            output.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+        }
+    }
+
+    static func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        return (process, output, errors)
+    }
+
+    static func run(_ arguments: [String]) throws -> Run {
+        let (process, output, errors) = try start(arguments)
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
+                   errors: String(decoding: err, as: UTF8.self))
+    }
+
+    static func temporaryDirectory(scripts: [String: String] = [:]) throws -> String {
+        let path = NSTemporaryDirectory() + "hotspot-cli-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        for (name, text) in scripts { try text.write(toFile: "\(path)/\(name)", atomically: true, encoding: .utf8) }
+        return path
+    }
+}
+
+let aroma = """
+    return {
+      name = "Aroma Wi-Fi",
+      hosts = { "portal.aroma.example" },
+      evaluate = function(cmd)
+        cmd.network:set_confidence(cmd.network.ssid == "Aroma-Guest" and "high" or "none")
+        local response = cmd:create_response("success")
+        response:set_network(cmd.network)
+        response:deliver()
+      end,
+      authenticate = function(cmd)
+        cmd.store.logins = tostring((tonumber(cmd.store.logins) or 0) + 1)
+        return "success"
+      end,
+      maintain = function(cmd)
+        cmd.store.maintained = tostring((tonumber(cmd.store.maintained) or 0) + 1)
+        cmd.store.just_joined = tostring(cmd.network.did_just_join)
+        return "success"
+      end,
+    }
+    """
+
+@Suite struct ConnectTests {
+    @Test func connectPrintsTheContractsJSONLines() throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma])
+        let run = try CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest", "--json"])
+        #expect(run.status == 0, "\(run.errors)")
+        let lines = run.output.split(separator: "\n")
+        #expect(lines.count == run.events.count)  // JSON and nothing else
+        #expect(lines.first == #"{"event":"state","network":"Aroma-Guest","from":"inactive","to":"evaluating","helper":null}"#)
+        let evaluate = try #require(run.events.first { $0["command"] as? String == "evaluate" })
+        #expect(Set(evaluate.keys) == ["event", "command", "helper", "network", "result", "confidence", "ms", "error"])
+        #expect(evaluate["helper"] as? String == "aroma")
+        #expect(evaluate["confidence"] as? String == "high")
+        #expect(evaluate["ms"] is Double || evaluate["ms"] is Int)
+        #expect(lines.last == #"{"event":"done","network":"Aroma-Guest","state":"authenticated","helper":"aroma"}"#)
+    }
+
+    @Test func aNetworkNobodyClaimsIsAuthenticatedWithANullHelper() throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma])
+        let run = try CLI.run(["connect", "--scripts", scripts, "--ssid", "Airport-Free", "--json"])
+        #expect(run.status == 0)
+        #expect(run.output.split(separator: "\n").last == #"{"event":"done","network":"Airport-Free","state":"authenticated","helper":null}"#)
+    }
+
+    @Test func aSecondRunWithTheSameStateDirectoryUsesTheCachedHelper() throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma])
+        let state = try CLI.temporaryDirectory()
+        let arguments = ["connect", "--scripts", scripts, "--ssid", "Aroma-Guest", "--state-dir", state, "--json"]
+        #expect(try CLI.run(arguments).status == 0)
+        let second = try CLI.run(arguments)
+        #expect(second.status == 0)
+        let commands = second.events.compactMap { $0["command"] as? String }
+        #expect(commands == ["maintain"])
+        let store = try String(contentsOfFile: state + "/store/aroma.json", encoding: .utf8)
+        #expect(store.contains(#""just_joined" : "true""#))
+    }
+
+    @Test func aFailingHelperExitsOne() throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma.replacingOccurrences(
+            of: "return \"success\"\n  end,\n  maintain", with: "return \"failure\"\n  end,\n  maintain")])
+        let run = try CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest"])
+        #expect(run.status == 1)
+        #expect(run.output.contains("done: failure"))
+    }
+
+    @Test func usageErrorsAndBrokenScriptsExitTwo() throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["broken.lua": "return {\n  name = \n"])
+        let broken = try CLI.run(["connect", "--scripts", scripts, "--json"])
+        #expect(broken.status == 2)
+        #expect(broken.output.isEmpty)
+        #expect(broken.errors.contains("broken.lua:3:"))
+        let usage = try CLI.run(["connect", "--scripts", scripts, "--signal", "3"])
+        #expect(usage.status == 2)
+        #expect(usage.errors.contains("--signal must be between 0.0 and 1.0"))
+        let missing = try CLI.run(["connect", "--scripts", "/nonexistent/scripts"])
+        #expect(missing.status == 2)
+        #expect(missing.errors.contains("/nonexistent/scripts: no such file or directory"))
+    }
+
+    /// `kill -9` in the middle of maintaining loses nothing that was written: the next run
+    /// sees at least every count the killed one had saved, and the files are whole.
+    @Test func stateSurvivesKillNine() async throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma])
+        let state = try CLI.temporaryDirectory()
+        let (process, _, _) = try CLI.start(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest",
+                                              "--state-dir", state, "--stay", "30", "--maintain-interval", "0.05", "--json"])
+        var saved = 0
+        for _ in 0..<100 where saved < 5 {
+            try await Task.sleep(for: .milliseconds(50))
+            saved = Self.maintainedCount(in: state) ?? 0
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let atKill = try #require(Self.maintainedCount(in: state))
+        #expect(atKill >= 5)
+        let stateFile = try Data(contentsOf: URL(fileURLWithPath: state + "/state.json"))
+        #expect((try JSONSerialization.jsonObject(with: stateFile) as? [String: Any])?["chosenHelpers"] != nil)
+        let next = try CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest", "--state-dir", state, "--json"])
+        #expect(next.status == 0)
+        #expect(next.events.compactMap { $0["command"] as? String } == ["maintain"])
+        #expect((Self.maintainedCount(in: state) ?? 0) == atKill + 1)
+    }
+
+    static func maintainedCount(in state: String) -> Int? {
+        guard let data = FileManager.default.contents(atPath: state + "/store/aroma.json"),
+              let stores = try? JSONSerialization.jsonObject(with: data) as? [String: [String: String]] else { return nil }
+        return stores["Aroma-Guest"]?["maintained"].flatMap { Int($0) }
+    }
+}
+
+@Suite struct CheckTests {
+    @Test func checkReportsEveryProblemWithItsLine() throws {
+        let scripts = try CLI.temporaryDirectory(scripts: [
+            "good.lua": aroma,
+            "bad.lua": "return {\n  name = \"Far too long a display name\",\n  hosts = { \"*.*.example\" },\n  evaluate = 1,\n}",
+            "syntax.lua": "return {",
+            "nothing.lua": "local x = 1",
+        ])
+        let run = try CLI.run(["check", scripts])
+        #expect(run.status == 1)
+        #expect(run.output.contains("bad.lua:2: the display name"))
+        #expect(run.output.contains("bad.lua:3: host pattern \"*.*.example\""))
+        #expect(run.output.contains("bad.lua:4: the handler `evaluate` must be a function"))
+        #expect(run.output.contains("syntax.lua:1:"))
+        #expect(run.output.contains("nothing.lua: the script must return a table of handlers, not nothing"))
+        #expect(!run.output.contains("good.lua"))
+        let good = try CLI.run(["check", scripts + "/good.lua"])
+        #expect(good.status == 0)
+        #expect(good.output == "1 script OK\n")
+    }
+}
