@@ -24,7 +24,7 @@ enum HelperPrelude {
     local RESULT_NAMES = "success, failure, ui_required, command_not_recognized, authentication_required, unsupported_network, temporary_failure"
     local CONFIDENCES = { none = true, low = true, high = true }
     local HANDLERS = { "filter_scan_list", "evaluate", "authenticate", "present_ui", "maintain", "logoff" }
-    local STORE_LIMIT = 16384
+    local STORE_LIMIT = \#(StateDirectory.storeLimit)
 
     -- Networks made by the runtime, and what scripts set on them.
     local function make_network(fields, known)
@@ -67,7 +67,8 @@ enum HelperPrelude {
           data[key] = value
           changed = true
         end,
-        __pairs = function() return next, data, nil end,
+        -- An iterator that does not hand out `data` itself, which would skip the checks.
+        __pairs = function() return function(_, key) return next(data, key) end, nil, nil end,
         __metatable = "cmd.store",
       })
       return store, function() return changed and data or nil end

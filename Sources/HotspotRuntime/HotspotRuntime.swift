@@ -381,6 +381,9 @@ public actor HotspotRuntime {
                 key.stringValue.flatMap { key in value.stringValue.map { (key, $0) } }
             })
         }
+        if let store, store.reduce(0, { $0 + $1.key.utf8.count + $1.value.utf8.count }) > StateDirectory.storeLimit {
+            return .failure("cmd.store holds more than \(StateDirectory.storeLimit) bytes")
+        }
         guard let name = answer["result"].stringValue, let result = CommandResult(rawValue: name) else {
             return .failure("the handler answered no known result")
         }

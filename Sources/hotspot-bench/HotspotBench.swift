@@ -13,6 +13,7 @@ struct HotspotBench {
         let start = Deadline.now.nanoseconds
         var figures: [Figure] = []
         figures += await measure("Round trip, trivial handler") { [try await measureRoundTrip()] }
+        figures += await measure("IPC floor: echo through cat") { [try measureProcessEcho()] }
         figures += await measure("Worker start to first answer") { [try await measureWorkerStart()] }
         figures += await measure("Idle worker RSS") { try await measureWorkerMemory() }
         figures += await measure("Deadline overshoot, Lua loop (hook)") { [try await measureHookDeadline()] }

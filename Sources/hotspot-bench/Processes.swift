@@ -22,50 +22,92 @@ enum StockLua {
 /// output, or throws when it cannot start or does not exit with status 0.
 @discardableResult
 func runProcess(_ arguments: [String], input: [UInt8] = []) throws -> String {
-    var toChild: [Int32] = [-1, -1]
-    var fromChild: [Int32] = [-1, -1]
-    guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
-        throw BenchError("cannot create a pipe: \(String(cString: strerror(errno)))")
-    }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_adddup2(&actions, toChild[0], STDIN_FILENO)
-    posix_spawn_file_actions_adddup2(&actions, fromChild[1], STDOUT_FILENO)
-    for descriptor in toChild + fromChild { posix_spawn_file_actions_addclose(&actions, descriptor) }
-    var argv = arguments.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid: pid_t = 0
-    let status = posix_spawn(&pid, arguments[0], &actions, nil, &argv, environ)
-    close(toChild[0])
-    close(fromChild[1])
-    defer { close(fromChild[0]) }
-    guard status == 0 else {
-        close(toChild[1])
-        throw BenchError("cannot start \(arguments[0]): \(String(cString: strerror(status)))")
-    }
-    input.withUnsafeBytes { bytes in
-        var offset = 0
-        while offset < bytes.count {
-            let written = write(toChild[1], bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { break }  // it stopped reading; its exit status tells why
-            offset += written
-        }
-    }
-    close(toChild[1])
+    let child = try ChildProcess(arguments)
+    _ = child.send(input)  // if it stopped reading, its exit status tells why
+    child.closeInput()
     var output: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 1 << 14)
-    while true {
-        let count = chunk.withUnsafeMutableBytes { read(fromChild[0], $0.baseAddress, $0.count) }
-        if count < 0, errno == EINTR { continue }
-        guard count > 0 else { break }
-        output += chunk[0..<count]
-    }
-    var exitStatus: Int32 = 0
-    while waitpid(pid, &exitStatus, 0) < 0, errno == EINTR {}
-    guard exitStatus == 0 else { throw BenchError("\(arguments[0]) failed (wait status \(exitStatus))") }
+    while case let count = child.receive(into: &chunk), count > 0 { output += chunk[0..<count] }
+    let status = child.wait()
+    guard status == 0 else { throw BenchError("\(arguments[0]) failed (wait status \(status))") }
     return String(decoding: output, as: UTF8.self)
+}
+
+/// A process started with pipes to its standard input and from its standard output.
+final class ChildProcess {
+    private let pid: pid_t
+    private var input: Int32
+    private let output: Int32
+
+    init(_ arguments: [String]) throws {
+        var toChild: [Int32] = [-1, -1]
+        var fromChild: [Int32] = [-1, -1]
+        guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
+            throw BenchError("cannot create a pipe: \(String(cString: strerror(errno)))")
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, toChild[0], STDIN_FILENO)
+        posix_spawn_file_actions_adddup2(&actions, fromChild[1], STDOUT_FILENO)
+        for descriptor in toChild + fromChild { posix_spawn_file_actions_addclose(&actions, descriptor) }
+        var argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, arguments[0], &actions, nil, &argv, environ)
+        close(toChild[0])
+        close(fromChild[1])
+        guard status == 0 else {
+            close(toChild[1])
+            close(fromChild[0])
+            throw BenchError("cannot start \(arguments[0]): \(String(cString: strerror(status)))")
+        }
+        self.pid = pid
+        input = toChild[1]
+        output = fromChild[0]
+    }
+
+    deinit {
+        closeInput()
+        close(output)
+    }
+
+    /// Writes all of `bytes` to its standard input; false if it stopped reading.
+    func send(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(input, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0, errno == EINTR { continue }
+                guard written > 0 else { return false }
+                offset += written
+            }
+            return true
+        }
+    }
+
+    func closeInput() {
+        guard input >= 0 else { return }
+        close(input)
+        input = -1
+    }
+
+    /// Reads what it wrote to its standard output next into the start of `buffer`; how
+    /// many bytes, 0 once it closed it.
+    func receive(into buffer: inout [UInt8]) -> Int {
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(output, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            return max(count, 0)
+        }
+    }
+
+    /// Waits for it to end; its wait status.
+    func wait() -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        return status
+    }
 }
 
 /// What /proc/<pid>/status says about a process's resident memory.

@@ -46,3 +46,33 @@ private func stockLuaCallNanoseconds() throws -> Double {
     }
     return value
 }
+
+/// What any round trip through another process costs on this machine: a small message
+/// echoed by `cat` through two pipes, with no work at either end, only the wake-ups.
+/// A worker round trip cannot be cheaper than this.
+func measureProcessEcho(samples count: Int = 20_000) throws -> Figure {
+    let cat = try ChildProcess(["/bin/cat"])
+    defer {
+        cat.closeInput()
+        _ = cat.wait()
+    }
+    let message = [UInt8](repeating: UInt8(ascii: "a"), count: 48)
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    var latencies: [Double] = []
+    latencies.reserveCapacity(count)
+    for sample in 0..<(2_000 + count) {
+        let start = Deadline.now.nanoseconds
+        guard cat.send(message) else { throw BenchError("cat stopped reading") }
+        var echoed = 0
+        while echoed < message.count {
+            let received = cat.receive(into: &buffer)
+            guard received > 0 else { throw BenchError("cat ended early") }
+            echoed += received
+        }
+        if sample >= 2_000 { latencies.append(nanoseconds(since: start)) }
+    }
+    let samples = Samples(latencies)
+    return Figure(
+        name: "IPC floor: echo through cat",
+        result: "p50 \(duration(nanoseconds: samples.median)), p99 \(duration(nanoseconds: samples.p99)) (n=\(count))")
+}

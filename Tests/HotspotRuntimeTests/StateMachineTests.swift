@@ -219,6 +219,26 @@ import Testing
         #expect(bogus.error?.contains("unknown result 'great'") == true)
     }
 
+    @Test func theStoreTakesStringsWithinItsLimitAndCannotBeBypassed() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "hoarder": venue("Hoarder", confidence: "high", handlers: [
+                "authenticate": """
+                    cmd.store.a = "1"
+                    local keys = {}
+                    for k, v in pairs(cmd.store) do keys[#keys + 1] = k .. "=" .. v end
+                    local _, state = pairs(cmd.store)
+                    assert(state == nil, "pairs must not hand out the store's table")
+                    assert(not pcall(function() cmd.store.n = 5 end), "numbers are refused")
+                    local ok, err = pcall(function() cmd.store.big = ("x"):rep(20000) end)
+                    assert(not ok and err:find("cmd.store is full"), err)
+                    return table.concat(keys) == "a=1" and "success" or "failure"
+                    """,
+            ]),
+        ])
+        #expect(await fixture.runtime.join(guest) == .authenticated, "\(fixture.events.commands(.authenticate))")
+        #expect(fixture.runtime.persistence.store(helper: "hoarder", ssid: guest.ssid) == ["a": "1"])
+    }
+
     @Test func filterScanListReturnsClaimsWithPasswordsAndDisplayNames() async throws {
         let fixture = try await RuntimeFixture(scripts: [
             "aroma": venue("Aroma Wi-Fi", handlers: ["filter_scan_list": """
