@@ -142,7 +142,6 @@ private final class WorkerSlot: Sendable {
     struct State {
         var process: WorkerProcess?
         var generation = 0
-        var nextRequestID: UInt64 = 0
         var pending: [UInt64: Pending] = [:]
         var scripts: [UInt32: ScriptSource] = [:]
         var stopped = false
@@ -153,6 +152,7 @@ private final class WorkerSlot: Sendable {
     let index: Int
     private let configuration: LuaEngine.Configuration
     private let state: Mutex<State>
+    private let requestIDs = Atomic<UInt64>(0)
     private let readerQueue: DispatchQueue
     // Dispatch sources are thread-safe; the type just predates Sendable.
     private nonisolated(unsafe) let watchdog: any DispatchSourceTimer
@@ -177,10 +177,9 @@ private final class WorkerSlot: Sendable {
     func perform(_ frame: WorkerFrame, deadline: Deadline?, installing: (UInt32, ScriptSource)?) async -> RawOutcome {
         if Task.isCancelled { return RawOutcome(error: LuaScriptError(.cancelled, "cancelled")) }
         let killAt = deadline.map { $0.nanoseconds.addingReportingOverflow(Int64(nanoseconds(configuration.killGrace))).partialValue }
-        let id = state.withLock { state in
-            state.nextRequestID += 1
-            return state.nextRequestID
-        }
+        // Ids come from a counter of their own so the frame is encoded outside the lock.
+        let id = requestIDs.add(1, ordering: .relaxed).newValue
+        let bytes = frame.encoded(id: id)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let refused: String? = state.withLock { state in
@@ -190,7 +189,7 @@ private final class WorkerSlot: Sendable {
                     state.pending[id] = Pending(continuation: continuation, killAt: killAt, installing: installing)
                     if let killAt { scheduleWatchdog(killAt, &state) }
                     // A worker that does not take a frame is hung; its end fails this request.
-                    if !process.write(frame.encoded(id: id)) { process.kill() }
+                    if !process.write(bytes) { process.kill() }
                     return nil
                 }
                 if let refused { continuation.resume(returning: RawOutcome(workerLost: refused)) }
@@ -299,12 +298,11 @@ private final class WorkerSlot: Sendable {
                                                 memoryLimit: UInt64(configuration.memoryLimit)).encoded(id: 0))
         for (script, source) in state.scripts {
             let deadline = Deadline.after(configuration.defaultDeadline)
-            state.nextRequestID += 1
+            let id = requestIDs.add(1, ordering: .relaxed).newValue
             let killAt = deadline.nanoseconds + Int64(nanoseconds(configuration.killGrace))
-            state.pending[state.nextRequestID] = Pending(continuation: nil, killAt: killAt, installing: nil)
+            state.pending[id] = Pending(continuation: nil, killAt: killAt, installing: nil)
             scheduleWatchdog(killAt, &state)
-            _ = process.write(WorkerFrame.load(script: script, source: source, deadline: deadline.nanoseconds)
-                .encoded(id: state.nextRequestID))
+            _ = process.write(WorkerFrame.load(script: script, source: source, deadline: deadline.nanoseconds).encoded(id: id))
         }
     }
 

@@ -147,14 +147,15 @@ private final class Worker: Sendable {
             let outcome = state.callRaw(entry, encodedArguments: arguments,
                                         deadline: deadline == 0 ? nil : Deadline(nanoseconds: deadline))
             _ = self.requests.withLock { $0.running.removeValue(forKey: id) }
-            // After a memory or deadline error the script starts over from a fresh state.
+            self.respond(id, outcome)
+            // After a memory or deadline error the script starts over from a fresh state,
+            // built after answering and before the script's next call (its queue is serial).
             if outcome.needsFreshState, let source = host.source,
                let fresh = try? SandboxedState(memoryLimit: configuration.memoryLimit, modules: modules,
                                                prelude: configuration.prelude, deadline: .after(Self.reloadBudget)),
                fresh.loadRaw(source, deadline: .after(Self.reloadBudget)).succeeded {
                 host.state = fresh
             }
-            self.respond(id, outcome)
         }
     }
 
