@@ -67,8 +67,7 @@ private final class Worker: Sendable {
         var assembler = FrameAssembler()
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(SandboxWorker.descriptor, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
+            let count = receive(SandboxWorker.descriptor, into: &chunk)
             guard count > 0 else { return }
             chunk.withUnsafeBytes { assembler.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
             do {

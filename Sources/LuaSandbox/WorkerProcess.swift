@@ -84,11 +84,7 @@ final class WorkerProcess: Sendable {
         var assembler = FrameAssembler()
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, -1)
-            if ready < 0, errno == EINTR { continue }
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR || errno == EAGAIN { continue }
+            let count = receive(descriptor, into: &chunk)
             guard count > 0 else { return }
             chunk.withUnsafeBytes { assembler.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
             do {
