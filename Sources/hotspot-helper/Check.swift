@@ -28,9 +28,8 @@ struct Check: AsyncParsableCommand {
         var problems: [ScriptProblem] = []
         var checked = 0
         for path in scripts {
-            let (helpers, found) = await HotspotRuntime.loadHelpers(at: path, into: engine)
-            checked += helpers.count + Set(found.map { $0.location.split(separator: ":").first ?? "" }).count
-            problems += found
+            checked += (try? HelperScript.scriptPaths(at: path).count) ?? 0
+            problems += await HotspotRuntime.loadHelpers(at: path, into: engine).1
         }
         for problem in problems { print(problem.description) }
         if problems.isEmpty {

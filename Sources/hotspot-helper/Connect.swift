@@ -85,8 +85,7 @@ struct Connect: AsyncParsableCommand {
         await runtime.join(network)
         if stay > 0 { try? await Task.sleep(for: .seconds(stay)) }
         let state = await runtime.state(of: ssid)
-        await runtime.leave(ssid)
-        output.write(HotspotEvent(event: .done, network: ssid, helper: await runtime.chosenHelper(of: ssid) ?? persistence.snapshot.chosenHelpers[ssid], state: state))
+        output.write(HotspotEvent(event: .done, network: ssid, helper: await runtime.chosenHelper(of: ssid), state: state))
         if state != .authenticated { throw ExitCode(1) }
     }
 }
