@@ -30,7 +30,7 @@ let package = Package(
         // The engine's worker process with no extra host modules.
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // `make bench`: the engine measured against the hotspot's runtime goals.
-        .executableTarget(name: "hotspot-bench", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+        .executableTarget(name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotRuntime"], swiftSettings: swiftSettings),
         // Host libraries for venue scripts (run inside the worker processes).
         .target(name: "ScriptLibraries", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // The worker process that runs venue scripts, with the script libraries.

@@ -1,4 +1,4 @@
-/// Number formatting without Foundation, which the package does not depend on.
+/// Number formatting by hand, without Foundation's locale-dependent formatters.
 
 /// `value` with exactly `decimals` digits after the point.
 func fixed(_ value: Double, decimals: Int) -> String {

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import LuaSandbox
 
-/// Measures the Lua engine against the hotspot's runtime goals and prints one table.
+/// Measures the Lua engine and the hotspot runtime against their goals and prints one table.
 /// Meant for a release build (`make bench`); debug figures say little.
 @main
 struct HotspotBench {
@@ -18,7 +18,9 @@ struct HotspotBench {
         figures += await measure("Idle worker RSS") { try await measureWorkerMemory() }
         figures += await measure("Deadline overshoot, Lua loop (hook)") { [try await measureHookDeadline()] }
         figures += await measure("Deadline overshoot, C overrun (kill)") { [try await measureKillDeadline()] }
-        figures += await measure("Commands per second") { [try await measureThroughput()] }
+        figures += await measure("Commands per second, engine") { [try await measureThroughput()] }
+        figures += await measure("Evaluate arbitration") { try await measureArbitration() }
+        figures += await measure("Commands per second, runtime") { [try await measureRuntimeThroughput()] }
         print(render(figures))
         print("\nWhole run: \(duration(nanoseconds: nanoseconds(since: start))).")
     }

@@ -48,3 +48,27 @@ func makeEngine(workers: Int) throws -> LuaEngine {
         workerCount: workers, memoryLimit: 32 << 20, defaultDeadline: .seconds(45),
         killGrace: .milliseconds(200)))
 }
+
+extension Scripts {
+    /// A venue script as the runtime loads it: `evaluate` is one lookup in a table of the
+    /// SSIDs it knows (its own venue's, plus `claims`), `authenticate` and `maintain`
+    /// answer `success` at once.
+    static func helper(_ number: Int, claims: [String] = []) -> String {
+        let known = (["Venue-\(number)"] + claims).map { "[\"\($0)\"] = \"high\"" }.joined(separator: ", ")
+        return """
+            local known = { \(known) }
+            return {
+                name = "V\(number)",
+                hosts = { "portal.example" },
+                evaluate = function(cmd)
+                    cmd.network:set_confidence(known[cmd.network.ssid] or "none")
+                    local r = cmd:create_response("success")
+                    r:set_network(cmd.network)
+                    r:deliver()
+                end,
+                authenticate = function(cmd) return "success" end,
+                maintain = function(cmd) return "success" end,
+            }
+            """
+    }
+}

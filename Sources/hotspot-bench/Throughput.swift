@@ -15,7 +15,7 @@ func measureThroughput(callers: Int = 64, scripts count: Int = 10) async throws 
     let inProcess = try inProcessCallsPerSecond()
     let failures = run.failed == 0 ? "" : ", \(grouped(run.failed)) calls failed"
     return Figure(
-        name: "Commands per second",
+        name: "Commands per second, engine",
         result: "\(grouped(Int(rate))) calls/s (\(callers) callers, \(count) scripts, 2 workers, \(significant(run.elapsed / 1e9)) s\(failures))",
         baseline: ("\(grouped(Int(inProcess))) calls/s", ratio(rate, over: inProcess),
                    "Commands per second: one thread calling the same handler on a SandboxedState in this process for 1 s."),

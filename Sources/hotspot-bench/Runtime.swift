@@ -1,0 +1,93 @@
+import Foundation
+import HotspotRuntime
+import LuaSandbox
+import Synchronization
+
+/// A hotspot runtime over a real engine, as the `hotspot-helper` command builds one: the
+/// helper worker beside this executable, the scripts in a temporary directory, and no
+/// state directory (nothing persists between runs; within one, a network that a helper
+/// authenticated is remembered in memory, so each measured join uses a new SSID).
+///
+/// The same scripts are also loaded a second time straight into the engine, outside the
+/// runtime, for the baselines.
+struct RuntimeBench {
+    let runtime: HotspotRuntime
+    let engine: LuaEngine
+    let probe: RuntimeProbe
+    /// The scripts loaded outside the runtime, in the same order as `sources`.
+    let direct: [ScriptHandle]
+    private let directory: String
+
+    init(sources: [String]) async throws {
+        directory = NSTemporaryDirectory() + "hotspot-bench-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for (number, text) in sources.enumerated() {
+            // Zero-padded, so the runtime's load order (sorted names) is `sources` order.
+            let name = "helper-" + String(repeating: "0", count: 3 - String(number).count) + String(number)
+            try text.write(toFile: "\(directory)/\(name).lua", atomically: false, encoding: .utf8)
+        }
+        engine = try LuaEngine(HotspotRuntime.engineConfiguration())
+        let (helpers, problems) = await HotspotRuntime.loadHelpers(at: directory, into: engine)
+        guard problems.isEmpty, helpers.count == sources.count else {
+            throw BenchError("the bench's venue scripts did not load: \(problems)")
+        }
+        var direct: [ScriptHandle] = []
+        for (number, text) in sources.enumerated() {
+            direct.append(try await engine.load(ScriptSource(path: "direct\(number).lua", text: text)))
+        }
+        self.direct = direct
+        let probe = RuntimeProbe()
+        self.probe = probe
+        runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: try StateDirectory(path: nil),
+                                 events: { probe.record($0) })
+    }
+
+    /// Stops the engine and removes the scripts. Networks still joined keep a maintain
+    /// timer (a sleeping task) until the process ends, which is harmless here.
+    func finish() {
+        engine.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The command table the runtime sends for `command` on a network it just saw (see
+    /// `HotspotRuntime.send`), for calling `dispatch` directly.
+    static func command(_ command: HotspotCommand, ssid: String) -> LuaValue {
+        [
+            "type": .text(command.rawValue),
+            "network": [
+                "ssid": .text(ssid), "bssid": "", "signal_strength": .number(1), "is_secure": false,
+                "did_auto_join": false, "did_just_join": false, "is_chosen_helper": false,
+            ],
+            "store": .table(LuaTable()),
+        ]
+    }
+}
+
+/// Takes the runtime's events as they are emitted (synchronously, inside the runtime
+/// actor), keeping only what the figures need.
+final class RuntimeProbe: Sendable {
+    struct Decision {
+        let at: Int64
+        let to: HotspotState
+        let helper: String?
+    }
+
+    private let decision = Mutex<Decision?>(nil)
+    let failedCommands = Atomic<Int>(0)
+
+    func record(_ event: HotspotEvent) {
+        switch event.event {
+        case .state where event.from == .evaluating:
+            let now = Deadline.now.nanoseconds
+            decision.withLock { $0 = Decision(at: now, to: event.to ?? .inactive, helper: event.helper) }
+        case .command where event.result != .success:
+            // Helpers cancelled once another claimed the network do not count.
+            if event.error != "cancelled" { failedCommands.add(1, ordering: .relaxed) }
+        default:
+            break
+        }
+    }
+
+    /// The last decision seen, forgetting it.
+    func takeDecision() -> Decision? { decision.withLock { value in defer { value = nil }; return value } }
+}

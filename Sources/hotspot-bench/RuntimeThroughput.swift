@@ -1,0 +1,78 @@
+import HotspotRuntime
+import LuaSandbox
+
+/// Figure 7: commands per second through the runtime. `networks` networks are joined
+/// (each claimed and authenticated by one of `helpers` helpers), then one caller per
+/// network runs `maintain` back to back: one command to the chosen helper and two
+/// transitions (`authenticated` > `maintaining` > `authenticated`), all through the one
+/// runtime actor. Baseline: the same callers sending the same maintain commands straight
+/// through the engine.
+func measureRuntimeThroughput(networks count: Int = 64, helpers: Int = 10) async throws -> Figure {
+    let ssids = (0..<count).map { "Network-\($0)" }
+    let bench = try await RuntimeBench(sources: (0..<helpers).map { helper in
+        Scripts.helper(helper, claims: ssids.indices.filter { $0 % helpers == helper }.map { ssids[$0] })
+    })
+    defer { bench.finish() }
+    for ssid in ssids {
+        guard await bench.runtime.join(NetworkDescription(ssid: ssid)) == .authenticated else {
+            throw BenchError("joining \(ssid) did not end authenticated")
+        }
+    }
+    _ = await maintainEach(bench.runtime, ssids, for: .milliseconds(500))
+    let run = await maintainEach(bench.runtime, ssids, for: .seconds(3))
+    let rate = Double(run.succeeded) / run.elapsed * 1e9
+    // Network i was claimed by helper i % helpers, as in the runtime.
+    let targets = ssids.indices.map { (bench.direct[$0 % helpers], RuntimeBench.command(.maintain, ssid: ssids[$0])) }
+    _ = await dispatchEach(bench.engine, targets, for: .milliseconds(500))
+    let direct = await dispatchEach(bench.engine, targets, for: .seconds(2))
+    let directRate = Double(direct.succeeded) / direct.elapsed * 1e9
+    let failed = run.failed + direct.failed + bench.probe.failedCommands.load(ordering: .relaxed)
+    let failures = failed == 0 ? "" : ", \(grouped(failed)) commands failed"
+    return Figure(
+        name: "Commands per second, runtime",
+        result: "\(grouped(Int(rate))) maintains/s (\(count) networks and callers, \(helpers) helpers, 2 workers, \(significant(run.elapsed / 1e9)) s\(failures))",
+        baseline: ("\(grouped(Int(directRate))) calls/s", ratio(rate, over: directRate),
+                   "Runtime commands per second: the same \(count) callers sending the same maintain command tables with `engine.call(handle, \"dispatch\", ...)` to the same scripts loaded a second time, for 2 s."),
+        goals: [.init(text: "≥ 20,000 commands/s", met: rate >= 20_000 && failed == 0)])
+}
+
+/// One task per network calling `maintain` on it back to back until `duration` passed.
+private func maintainEach(_ runtime: HotspotRuntime, _ ssids: [String],
+                          for duration: Duration) async -> (succeeded: Int, failed: Int, elapsed: Double) {
+    await eachUntil(duration, callers: ssids.count) { caller in
+        await runtime.maintain(ssids[caller]) == .authenticated
+    }
+}
+
+private func dispatchEach(_ engine: LuaEngine, _ targets: [(ScriptHandle, LuaValue)],
+                          for duration: Duration) async -> (succeeded: Int, failed: Int, elapsed: Double) {
+    await eachUntil(duration, callers: targets.count) { caller in
+        let answer = try? await engine.call(targets[caller].0, "dispatch", [targets[caller].1]).get().first
+        return answer?.tableValue?["result"] == "success"
+    }
+}
+
+/// `callers` tasks running `body` back to back until `duration` has passed.
+private func eachUntil(_ duration: Duration, callers: Int, _ body: @escaping @Sendable (Int) async -> Bool)
+    async -> (succeeded: Int, failed: Int, elapsed: Double)
+{
+    let start = Deadline.now.nanoseconds
+    let end = Deadline.after(duration).nanoseconds
+    let (succeeded, failed) = await withTaskGroup(of: (Int, Int).self) { group in
+        for caller in 0..<callers {
+            group.addTask {
+                var succeeded = 0
+                var failed = 0
+                while Deadline.now.nanoseconds < end {
+                    if await body(caller) { succeeded += 1 } else { failed += 1 }
+                }
+                return (succeeded, failed)
+            }
+        }
+        return await group.reduce(into: (0, 0)) { total, counts in
+            total.0 += counts.0
+            total.1 += counts.1
+        }
+    }
+    return (succeeded, failed, nanoseconds(since: start))
+}
