@@ -265,6 +265,24 @@ public actor HotspotRuntime {
         }
     }
 
+    /// While the stream is consumed (the user looks at the list of networks), runs
+    /// `filter_scan_list` over the current scan list every `interval` (5 s by default).
+    public nonisolated func watchScanList(
+        every interval: Duration = .seconds(5),
+        scanList: @escaping @Sendable () async -> [NetworkDescription]
+    ) -> AsyncStream<[NetworkClaim]> {
+        AsyncStream { continuation in
+            let task = Task {
+                while !Task.isCancelled {
+                    continuation.yield(await self.filterScanList(await scanList()))
+                    try? await Task.sleep(for: interval)
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
     /// Switches a helper on or off, everywhere or for one SSID.
     public func setHelper(_ id: String, enabled: Bool, ssid: String? = nil) throws {
         try persistence.update { state in

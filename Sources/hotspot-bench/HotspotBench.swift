@@ -28,6 +28,10 @@ struct HotspotBench {
     /// Runs one benchmark off the main actor (a @Sendable closure is not isolated to it);
     /// one that fails shows as a row whose goal is missed, so the other figures still print.
     private static func measure(_ name: String, _ body: @Sendable () async throws -> [Figure]) async -> [Figure] {
+        // `hotspot-bench arbitration runtime` measures only the figures whose names
+        // contain one of the arguments (case-insensitive).
+        let only = CommandLine.arguments.dropFirst().map { $0.lowercased() }
+        guard only.isEmpty || only.contains(where: name.lowercased().contains) else { return [] }
         progress("measuring: \(name)")
         do {
             return try await body()

@@ -1,5 +1,6 @@
 import Foundation
 import LuaSandbox
+import Synchronization
 import Testing
 @testable import HotspotRuntime
 
@@ -260,6 +261,25 @@ import Testing
         #expect(claims == [NetworkClaim(ssid: "Aroma-Guest", bssid: "", helper: "aroma", displayName: "Aroma Wi-Fi", password: "latte")])
     }
 
+    @Test func aWatchedScanListIsFilteredAgainAndAgain() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "counter": venue("Counter", handlers: ["filter_scan_list": """
+                local response = cmd:create_response('success')
+                response:set_network_list(cmd.network_list)
+                response:deliver()
+                """]),
+        ])
+        let rounds = Counter()
+        var seen: [[String]] = []
+        for await claims in fixture.runtime.watchScanList(every: .milliseconds(20), scanList: {
+            [NetworkDescription(ssid: "Round-\(rounds.next())")]
+        }) {
+            seen.append(claims.map(\.ssid))
+            if seen.count == 3 { break }
+        }
+        #expect(seen == [["Round-1"], ["Round-2"], ["Round-3"]])
+    }
+
     @Test func scriptProblemsAreReportedWithTheirLines() async throws {
         let directory = RuntimeFixture.temporaryDirectory()
         try """
@@ -282,6 +302,11 @@ import Testing
         #expect(described.contains { $0.hasPrefix("venue.lua:5: unknown field `authentcate`") })
         #expect(described.contains { $0.hasPrefix("syntax.lua:2: ") })
     }
+}
+
+final class Counter: Sendable {
+    private let value = Mutex(0)
+    func next() -> Int { value.withLock { $0 += 1; return $0 } }
 }
 
 @Suite struct PersistenceTests {
