@@ -22,9 +22,7 @@ struct RuntimeBench {
         directory = NSTemporaryDirectory() + "hotspot-bench-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         for (number, text) in sources.enumerated() {
-            // Zero-padded, so the runtime's load order (sorted names) is `sources` order.
-            let name = "helper-" + String(repeating: "0", count: 3 - String(number).count) + String(number)
-            try text.write(toFile: "\(directory)/\(name).lua", atomically: false, encoding: .utf8)
+            try text.write(toFile: "\(directory)/\(Self.helperID(number)).lua", atomically: false, encoding: .utf8)
         }
         engine = try LuaEngine(HotspotRuntime.engineConfiguration())
         let (helpers, problems) = await HotspotRuntime.loadHelpers(at: directory, into: engine)
@@ -40,6 +38,12 @@ struct RuntimeBench {
         self.probe = probe
         runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: try StateDirectory(path: nil),
                                  events: { probe.record($0) })
+    }
+
+    /// The id of the helper made from `sources[number]`: its file name, zero-padded so the
+    /// runtime's load order (sorted names) is the order of `sources`.
+    static func helperID(_ number: Int) -> String {
+        "helper-" + String(repeating: "0", count: max(0, 3 - String(number).count)) + String(number)
     }
 
     /// Stops the engine and removes the scripts. Networks still joined keep a maintain
