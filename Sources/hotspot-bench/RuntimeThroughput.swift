@@ -41,19 +41,6 @@ func measureRuntimeThroughput(networks count: Int = 64, helpers: Int = 10) async
         goals: [.init(text: "≥ 20,000 commands/s", met: rate >= 20_000 && failed == 0)])
 }
 
-/// Commands that succeeded and failed over `elapsed` nanoseconds.
-private struct Tally {
-    var succeeded = 0
-    var failed = 0
-    var elapsed = 0.0
-
-    static func += (total: inout Tally, more: Tally) {
-        total.succeeded += more.succeeded
-        total.failed += more.failed
-        total.elapsed += more.elapsed
-    }
-}
-
 /// One task per network calling `maintain` on it back to back until `duration` passed.
 private func maintainEach(_ runtime: HotspotRuntime, _ ssids: [String],
                           for duration: Duration) async -> Tally {
@@ -68,29 +55,4 @@ private func dispatchEach(_ engine: LuaEngine, _ targets: [(ScriptHandle, LuaVal
         let answer = try? await engine.call(targets[caller].0, "dispatch", [targets[caller].1]).get().first
         return answer?.tableValue?["result"] == "success"
     }
-}
-
-/// `callers` tasks running `body` back to back until `duration` has passed.
-private func eachUntil(_ duration: Duration, callers: Int, _ body: @escaping @Sendable (Int) async -> Bool)
-    async -> Tally
-{
-    let start = Deadline.now.nanoseconds
-    let end = Deadline.after(duration).nanoseconds
-    let (succeeded, failed) = await withTaskGroup(of: (Int, Int).self) { group in
-        for caller in 0..<callers {
-            group.addTask {
-                var succeeded = 0
-                var failed = 0
-                while Deadline.now.nanoseconds < end {
-                    if await body(caller) { succeeded += 1 } else { failed += 1 }
-                }
-                return (succeeded, failed)
-            }
-        }
-        return await group.reduce(into: (0, 0)) { total, counts in
-            total.0 += counts.0
-            total.1 += counts.1
-        }
-    }
-    return Tally(succeeded: succeeded, failed: failed, elapsed: nanoseconds(since: start))
 }

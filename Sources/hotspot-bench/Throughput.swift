@@ -24,33 +24,10 @@ func measureThroughput(callers: Int = 64, scripts count: Int = 10) async throws 
 
 /// `callers` tasks calling a trivial handler back to back, spread over the scripts,
 /// until `duration` has passed.
-private func hammer(_ engine: LuaEngine, _ scripts: [ScriptHandle], callers: Int,
-                    for duration: Duration) async -> (succeeded: Int, failed: Int, elapsed: Double) {
-    let start = Deadline.now.nanoseconds
-    let end = Deadline.after(duration).nanoseconds
-    let (succeeded, failed) = await withTaskGroup(of: (Int, Int).self) { group in
-        for caller in 0..<callers {
-            group.addTask {
-                var succeeded = 0
-                var failed = 0
-                var next = caller
-                while Deadline.now.nanoseconds < end {
-                    if case .success = await engine.call(scripts[next % scripts.count], "f").result {
-                        succeeded += 1
-                    } else {
-                        failed += 1
-                    }
-                    next += 1
-                }
-                return (succeeded, failed)
-            }
-        }
-        return await group.reduce(into: (0, 0)) { total, counts in
-            total.0 += counts.0
-            total.1 += counts.1
-        }
+private func hammer(_ engine: LuaEngine, _ scripts: [ScriptHandle], callers: Int, for duration: Duration) async -> Tally {
+    await eachUntil(duration, callers: callers) { caller in
+        if case .success = await engine.call(scripts[caller % scripts.count], "f").result { true } else { false }
     }
-    return (succeeded, failed, nanoseconds(since: start))
 }
 
 private func inProcessCallsPerSecond() throws -> Double {
