@@ -4,7 +4,7 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
     public let text: String
     private let suffix: String?
 
-    /// nil, with the reason, when the pattern is malformed.
+    /// The pattern, or why it is malformed.
     public static func parse(_ text: String) -> Result<HostPattern, HostPatternError> {
         let lowered = text.lowercased()
         if lowered.hasPrefix("["), lowered.hasSuffix("]") {

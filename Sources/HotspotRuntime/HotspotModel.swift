@@ -86,21 +86,22 @@ public struct NetworkClaim: Sendable, Hashable, Codable {
     public let password: String?
 }
 
+/// A network of the scan list a helper answered with, and the password it set.
+public struct ScannedNetwork: Sendable, Equatable {
+    public let ssid: String
+    public let bssid: String?
+    public let password: String?
+}
+
 /// What a helper answered, after the runtime checked it against the model.
 public struct HelperResponse: Sendable, Equatable {
     public var result: CommandResult
     /// For evaluate: the confidence set on the network the response carries.
     public var confidence: Confidence
-    public var claims: [(ssid: String, bssid: String?, password: String?)]
+    public var claims: [ScannedNetwork]
     public var error: String?
     /// New contents of `cmd.store` when the handler changed it.
     public var store: [String: String]?
-
-    public static func == (lhs: HelperResponse, rhs: HelperResponse) -> Bool {
-        lhs.result == rhs.result && lhs.confidence == rhs.confidence && lhs.error == rhs.error
-            && lhs.store == rhs.store && lhs.claims.map { "\($0.ssid)|\($0.bssid ?? "")|\($0.password ?? "")" }
-            == rhs.claims.map { "\($0.ssid)|\($0.bssid ?? "")|\($0.password ?? "")" }
-    }
 
     static func failure(_ error: String) -> HelperResponse {
         HelperResponse(result: .failure, confidence: .none, claims: [], error: error, store: nil)

@@ -412,12 +412,12 @@ public actor HotspotRuntime {
         }
         let network = answer["network"].tableValue
         let confidence = network.flatMap { Confidence(rawValue: $0["confidence"].stringValue ?? "") } ?? .none
-        let claims = (answer["network_list"].tableValue?.array ?? []).compactMap { entry -> (String, String?, String?)? in
+        let claims = (answer["network_list"].tableValue?.array ?? []).compactMap { entry -> ScannedNetwork? in
             guard let table = entry.tableValue, let ssid = table["ssid"].stringValue else { return nil }
-            return (ssid, table["bssid"].stringValue, table["password"].stringValue)
+            return ScannedNetwork(ssid: ssid, bssid: table["bssid"].stringValue, password: table["password"].stringValue)
         }
         return HelperResponse(result: result, confidence: result == .success ? confidence : .none,
-                              claims: claims.map { (ssid: $0.0, bssid: $0.1, password: $0.2) },
+                              claims: claims,
                               error: answer["error"].stringValue, store: store)
     }
 
