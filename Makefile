@@ -1,7 +1,7 @@
 # A fresh Debian machine needs only `make demo` and `make test`: both install the system
 # packages the build needs first.
 SWIFT ?= swift
-SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev lua5.4 pkg-config iproute2 curl
+SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lua5.4 pkg-config iproute2 curl openssl
 
 .PHONY: all deps build test demo bench clean
 

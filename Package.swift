@@ -17,6 +17,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
     ],
     targets: [
         // Lua 5.4 from Debian's liblua5.4-dev.
@@ -31,21 +32,45 @@ let package = Package(
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // `make bench`: the engine measured against the hotspot's runtime goals.
         .executableTarget(name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotRuntime"], swiftSettings: swiftSettings),
+        // libcurl's variadic setters and callbacks, which Swift cannot call directly.
+        .target(name: "CCurl", linkerSettings: [.linkedLibrary("curl")]),
+        // libxml2's tolerant HTML parser and OpenSSL's digests, for the script libraries.
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(name: "COpenSSLCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // The network layer: host allowlists, URLs, bound HTTP with cookies, bound DNS.
+        // Foundation-free, because it runs inside the worker processes.
+        .target(name: "HotspotNetwork", dependencies: ["CCurl"], swiftSettings: swiftSettings),
         // Host libraries for venue scripts (run inside the worker processes).
-        .target(name: "ScriptLibraries", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+        .target(
+            name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "CLibXML2", "COpenSSLCrypto"],
+            swiftSettings: swiftSettings),
         // The worker process that runs venue scripts, with the script libraries.
         .executableTarget(name: "hotspot-helper-worker", dependencies: ["LuaSandbox", "ScriptLibraries"], swiftSettings: swiftSettings),
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
-        .target(name: "HotspotRuntime", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+        .target(name: "HotspotRuntime", dependencies: ["LuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
+        // The portal simulator: captive-portal scenarios on a real HTTP server.
+        .target(
+            name: "PortalSimulator", dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
+            swiftSettings: swiftSettings),
         // The command line, thin, on top of the runtime.
         .executableTarget(
             name: "hotspot-helper",
-            dependencies: ["HotspotRuntime", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "HotspotRuntime", "PortalSimulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: swiftSettings),
         // The engine demonstration `make demo` runs.
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
-        .testTarget(name: "HotspotRuntimeTests", dependencies: ["HotspotRuntime", "ScriptLibraries"], swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotRuntimeTests", dependencies: ["HotspotRuntime", "HotspotNetwork", "ScriptLibraries"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HotspotNetworkTests",
+            dependencies: ["HotspotNetwork", "ScriptLibraries", "LuaSandbox", .product(name: "Hummingbird", package: "hummingbird")],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PortalSimulatorTests",
+            dependencies: ["PortalSimulator", .product(name: "Hummingbird", package: "hummingbird")],
+            swiftSettings: swiftSettings),
         .testTarget(name: "HotspotCLITests", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
     ]

@@ -1,5 +1,6 @@
 import Foundation
 public import LuaSandbox
+public import HotspotNetwork
 
 /// A venue script loaded as a helper.
 public struct HelperScript: Sendable, Hashable {

@@ -1,3 +1,4 @@
+import HotspotNetwork
 import LuaSandbox
 import ScriptLibraries
 import Testing

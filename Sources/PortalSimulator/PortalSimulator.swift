@@ -1,0 +1,1 @@
+// The portal simulator lands here (issue 6).
