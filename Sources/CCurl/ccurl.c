@@ -36,3 +36,7 @@ CURLcode hh_curl_get_string(CURL *handle, CURLINFO info, char **value) {
 CURLSHcode hh_curl_share_set_long(CURLSH *share, CURLSHoption option, long value) {
     return curl_share_setopt(share, option, value);
 }
+
+CURLcode hh_curl_global_init(void) {
+    return curl_global_init(CURL_GLOBAL_DEFAULT);
+}

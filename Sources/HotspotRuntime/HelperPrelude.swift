@@ -11,7 +11,8 @@ enum HelperPrelude {
     static let text = #"""
     local globals = ...
     local type, pairs, ipairs, error, tostring, setmetatable, next = type, pairs, ipairs, error, tostring, setmetatable, next
-    local rawget = rawget
+    local rawget, pcall = rawget, pcall
+    local http_request = host.http.request
 
     -- Libraries every script sees as globals.
     globals.sleep = host.time.sleep
@@ -90,6 +91,30 @@ enum HelperPrelude {
       local store, store_changes = make_store(command.store or {})
       local delivered
       local cmd = { type = command.type, network = network, network_list = list, store = store }
+      -- Set by the runtime; kept in this closure, out of the script's reach.
+      local context = command.context or {}
+      local secrets = context.secrets or {}
+
+      -- Both cmd:http{...} and cmd.http{...} work.
+      function cmd.http(self, options)
+        if options == nil and self ~= cmd then options = self end
+        if type(options) ~= "table" then
+          error("cmd:http expects a table of options, such as { url = \"https://portal.example/login\" }", 2)
+        end
+        local ok, response, message = pcall(http_request, context, options)
+        if not ok then error(response, 2) end
+        return response, message
+      end
+
+      function cmd.secret(self, name)
+        if name == nil and self ~= cmd then name = self end
+        if type(name) ~= "string" then error("cmd:secret expects the secret's name", 2) end
+        local value = secrets[name]
+        if value == nil then
+          error("no secret '" .. name .. "' in this helper's section of the secrets file", 2)
+        end
+        return value
+      end
 
       function cmd.create_response(self, result)
         if result == nil and type(self) == "string" then result = self end

@@ -55,7 +55,7 @@ public enum HotspotState: String, Sendable, Codable {
 }
 
 /// A Wi-Fi network as the device sees it.
-public struct NetworkDescription: Sendable, Hashable, Codable {
+public struct NetworkDescription: Sendable, Hashable {
     public var ssid: String
     public var bssid: String
     /// 0.0 to 1.0.
@@ -64,15 +64,19 @@ public struct NetworkDescription: Sendable, Hashable, Codable {
     public var didAutoJoin: Bool
     /// The interface the network's traffic leaves by, when it is not the default route's.
     public var interface: String?
+    /// The network's own DNS resolvers (`address` or `address:port`), asked through
+    /// `interface`; empty means the system's resolver.
+    public var resolvers: [String]
 
     public init(ssid: String, bssid: String = "", signalStrength: Double = 1, isSecure: Bool = false,
-                didAutoJoin: Bool = false, interface: String? = nil) {
+                didAutoJoin: Bool = false, interface: String? = nil, resolvers: [String] = []) {
         self.ssid = ssid
         self.bssid = bssid
         self.signalStrength = signalStrength
         self.isSecure = isSecure
         self.didAutoJoin = didAutoJoin
         self.interface = interface
+        self.resolvers = resolvers
     }
 }
 

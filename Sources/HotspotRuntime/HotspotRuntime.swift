@@ -17,15 +17,21 @@ public actor HotspotRuntime {
         /// Backoff after `temporary_failure`: doubles from the first delay up to the maximum.
         public var retryFirstDelay: Duration
         public var retryMaximumDelay: Duration
+        /// Venue credentials for `cmd:secret`; their values never appear in an event.
+        public var secrets: Secrets
+        /// Extra trusted CA certificates (PEM) for helpers' HTTPS requests.
+        public var caFile: String?
 
         public init(commandDeadline: Duration = .seconds(45), presentUIDeadline: Duration? = nil,
                     maintainInterval: Duration = .seconds(300), retryFirstDelay: Duration = .seconds(1),
-                    retryMaximumDelay: Duration = .seconds(600)) {
+                    retryMaximumDelay: Duration = .seconds(600), secrets: Secrets = Secrets(), caFile: String? = nil) {
             self.commandDeadline = commandDeadline
             self.presentUIDeadline = presentUIDeadline
             self.maintainInterval = maintainInterval
             self.retryFirstDelay = retryFirstDelay
             self.retryMaximumDelay = retryMaximumDelay
+            self.secrets = secrets
+            self.caFile = caFile
         }
     }
 
@@ -63,6 +69,8 @@ public actor HotspotRuntime {
         var state: HotspotState = .inactive
         var helper: String?
         var retryDelay: Duration?
+        /// Names this session's cookie jars in the workers: a new session starts empty.
+        let cookieSession = UUID().uuidString
         /// The pending maintain or retry.
         var timer: Task<Void, Never>?
     }
@@ -80,8 +88,9 @@ public actor HotspotRuntime {
         self.helpers = helpers
         self.persistence = persistence
         self.configuration = configuration
-        self.emit = events
-        for warning in persistence.warnings { events(HotspotEvent(event: .log, level: "warn", message: warning)) }
+        let secrets = configuration.secrets
+        self.emit = { events(secrets.redact($0)) }
+        for warning in persistence.warnings { emit(HotspotEvent(event: .log, level: "warn", message: warning)) }
     }
 
     public func state(of ssid: String) -> HotspotState { sessions[ssid]?.state ?? .inactive }
@@ -107,7 +116,8 @@ public actor HotspotRuntime {
         }
         if let cached = saved.chosenHelpers[ssid], let helper = usableHelper(cached, for: ssid) {
             transition(ssid, to: .maintaining, helper: helper.id)
-            let response = await send(.maintain, to: helper, network: network, didJustJoin: true)
+            let response = await send(.maintain, to: helper, network: network, didJustJoin: true,
+                                      cookieSession: sessions[ssid]?.cookieSession)
             return await afterMaintain(ssid, helper, response)
         }
         return await evaluate(ssid)
@@ -119,9 +129,12 @@ public actor HotspotRuntime {
         guard let network = sessions[ssid]?.network else { return .inactive }
         transition(ssid, to: .evaluating, helper: nil)
         let candidates = helpers.filter { usableHelper($0.id, for: ssid) != nil }
+        let cookieSession = sessions[ssid]?.cookieSession
         let winner = await withTaskGroup(of: (HelperScript, Confidence).self) { group -> HelperScript? in
             for helper in candidates {
-                group.addTask { (helper, await self.send(.evaluate, to: helper, network: network).confidence) }
+                group.addTask {
+                    (helper, await self.send(.evaluate, to: helper, network: network, cookieSession: cookieSession).confidence)
+                }
             }
             var firstLow: HelperScript?
             for await (helper, confidence) in group {
@@ -143,7 +156,8 @@ public actor HotspotRuntime {
     private func authenticate(_ ssid: String, with helper: HelperScript) async -> HotspotState {
         guard let network = sessions[ssid]?.network else { return .inactive }
         transition(ssid, to: .authenticating, helper: helper.id)
-        let response = await send(.authenticate, to: helper, network: network, isChosen: true)
+        let response = await send(.authenticate, to: helper, network: network, isChosen: true,
+                                  cookieSession: sessions[ssid]?.cookieSession)
         return await afterAuthentication(ssid, helper, response)
     }
 
@@ -210,7 +224,7 @@ public actor HotspotRuntime {
         guard let session = sessions[ssid], session.state == .authenticated else { return state(of: ssid) }
         guard let id = session.helper, let helper = helpers.first(where: { $0.id == id }) else { return .authenticated }
         transition(ssid, to: .maintaining, helper: id)
-        let response = await send(.maintain, to: helper, network: session.network)
+        let response = await send(.maintain, to: helper, network: session.network, cookieSession: session.cookieSession)
         return await afterMaintain(ssid, helper, response)
     }
 
@@ -219,7 +233,8 @@ public actor HotspotRuntime {
     public func presentUI(_ ssid: String) async -> HotspotState {
         guard let session = sessions[ssid], session.state == .presentingUI,
               let id = session.helper, let helper = helpers.first(where: { $0.id == id }) else { return state(of: ssid) }
-        let response = await send(.presentUI, to: helper, network: session.network, isChosen: true)
+        let response = await send(.presentUI, to: helper, network: session.network, isChosen: true,
+                                  cookieSession: session.cookieSession)
         return await afterAuthentication(ssid, helper, response)
     }
 
@@ -231,7 +246,8 @@ public actor HotspotRuntime {
         session.timer?.cancel()
         if let id = session.helper, let helper = helpers.first(where: { $0.id == id }) {
             transition(ssid, to: .loggingOff, helper: id)
-            _ = await send(.logoff, to: helper, network: session.network, isChosen: true)
+            _ = await send(.logoff, to: helper, network: session.network, isChosen: true,
+                           cookieSession: session.cookieSession)
         }
         transition(ssid, to: .inactive, helper: session.helper)
         return .inactive
@@ -335,7 +351,7 @@ public actor HotspotRuntime {
     /// Sends one command to one helper and reports it.
     nonisolated func send(_ command: HotspotCommand, to helper: HelperScript, network: NetworkDescription?,
                           networkList: [NetworkDescription]? = nil, didJustJoin: Bool = false,
-                          isChosen: Bool = false) async -> HelperResponse {
+                          isChosen: Bool = false, cookieSession: String? = nil) async -> HelperResponse {
         let start = Deadline.now
         var response: HelperResponse
         if helper.handlers.contains(command) {
@@ -346,6 +362,7 @@ public actor HotspotRuntime {
                 table["store"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
                     persistence.store(helper: helper.id, ssid: network.ssid).map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
             }
+            table["context"] = context(for: helper, network: network, cookieSession: cookieSession)
             if let networkList {
                 table["network_list"] = .table(LuaTable(array: networkList.map { Self.networkValue($0, didJustJoin: false, isChosen: false) }))
             }
@@ -375,6 +392,19 @@ public actor HotspotRuntime {
                           result: response.result, confidence: command == .evaluate ? response.confidence : nil,
                           ms: (milliseconds * 1000).rounded() / 1000, error: response.error))
         return response
+    }
+
+    /// What the prelude keeps out of the script's reach for `cmd:http` and `cmd:secret`.
+    nonisolated func context(for helper: HelperScript, network: NetworkDescription?, cookieSession: String?) -> LuaValue {
+        var context = LuaTable()
+        context["hosts"] = .table(LuaTable(array: helper.hosts.map { .text($0.text) }))
+        context["secrets"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
+            configuration.secrets.of(helper: helper.id).map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
+        context["session"] = cookieSession.map { .text(helper.id + "/" + $0) } ?? nil
+        context["interface"] = network?.interface.map(LuaValue.text) ?? nil
+        context["resolvers"] = .table(LuaTable(array: (network?.resolvers ?? []).map(LuaValue.text)))
+        context["ca_file"] = configuration.caFile.map(LuaValue.text) ?? nil
+        return .table(context)
     }
 
     static func networkValue(_ network: NetworkDescription, didJustJoin: Bool, isChosen: Bool) -> LuaValue {

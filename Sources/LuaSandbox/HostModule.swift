@@ -44,6 +44,13 @@ public struct HostCall: ~Copyable {
     /// Whether the call was cancelled: blocking work should stop early.
     public var isInterrupted: Bool { sbx_interrupted(state) != 0 }
 
+    /// `isInterrupted` as a closure, for blocking work that polls it from callbacks. It
+    /// must not be called after the host function returns.
+    public var interruptionCheck: () -> Bool {
+        let state = state
+        return { sbx_interrupted(state) != 0 }
+    }
+
     /// Records a log line for the running call (the per-call limits apply).
     public func log(_ level: LogLevel, _ message: String) {
         var message = message

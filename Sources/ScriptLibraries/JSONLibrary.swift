@@ -7,11 +7,7 @@ public enum JSONLibrary {
     static let maximumLength = 8 << 20
 
     public static let module = HostModule("json", functions: [
-        ("encode", { (call: borrowing HostCall) throws -> [LuaValue] in
-            var output: [UInt8] = []
-            try encode(call[0], into: &output, depth: 0)
-            return [.string(output)]
-        }),
+        ("encode", { call in [.string(try encoded(call[0]))] }),
         ("decode", { (call: borrowing HostCall) throws -> [LuaValue] in
             let bytes = try call.bytes(0)
             guard bytes.count <= maximumLength else { throw HostError("json.decode: the text is over \(maximumLength >> 20) MiB") }
@@ -24,6 +20,12 @@ public enum JSONLibrary {
             }
         }),
     ])
+
+    static func encoded(_ value: LuaValue) throws -> [UInt8] {
+        var output: [UInt8] = []
+        try encode(value, into: &output, depth: 0)
+        return output
+    }
 
     private static func encode(_ value: LuaValue, into output: inout [UInt8], depth: Int) throws {
         guard depth <= maximumDepth else { throw HostError("json.encode: nested deeper than \(maximumDepth) levels") }

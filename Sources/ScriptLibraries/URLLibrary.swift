@@ -27,22 +27,28 @@ public enum URLLibrary {
             [.text(URLReference(try call.string(0)).resolving(URLReference(try call.string(1))).text)]
         }),
         ("query", { (call: borrowing HostCall) throws -> [LuaValue] in
-            var pairs: [(key: [UInt8], value: [UInt8])] = []
-            for (key, value) in try call.table(0).entries {
-                guard let name = key.stringValue else { throw call.badArgument(0, "keys must be strings") }
-                let values = value.tableValue?.array ?? [value]
-                for element in values {
-                    guard let text = scalarText(element) else {
-                        throw call.badArgument(0, "'\(name)' must be a string, number, boolean or a list of them")
-                    }
-                    pairs.append((Array(name.utf8), text))
-                }
-            }
-            let encoded = pairs.sorted { $0.key.lexicographicallyPrecedes($1.key) }
-                .map { percentEncode($0.key) + [UInt8(ascii: "=")] + percentEncode($0.value) }
-            return [.string(Array(encoded.joined(separator: [UInt8(ascii: "&")])))]
+            [.string(try formEncoded(try call.table(0)) { call.badArgument(0, $0) })]
         }),
     ])
+
+    /// `application/x-www-form-urlencoded` text of a table, keys sorted so the same table
+    /// always gives the same text; a list value repeats its key.
+    static func formEncoded(_ table: LuaTable, problem: (String) -> HostError) throws(HostError) -> [UInt8] {
+        var pairs: [(key: [UInt8], value: [UInt8])] = []
+        for (key, value) in table.entries {
+            guard let name = key.stringValue else { throw problem("keys must be strings") }
+            let values = value.tableValue?.array ?? [value]
+            for element in values {
+                guard let text = scalarText(element) else {
+                    throw problem("'\(name)' must be a string, number, boolean or a list of them")
+                }
+                pairs.append((Array(name.utf8), text))
+            }
+        }
+        let encoded = pairs.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+            .map { percentEncode($0.key) + [UInt8(ascii: "=")] + percentEncode($0.value) }
+        return Array(encoded.joined(separator: [UInt8(ascii: "&")]))
+    }
 
     static func scalarText(_ value: LuaValue) -> [UInt8]? {
         switch value {

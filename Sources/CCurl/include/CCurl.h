@@ -19,6 +19,9 @@ CURLcode hh_curl_set_progress_callback(CURL *handle, hh_curl_progress_callback c
 CURLcode hh_curl_get_long(CURL *handle, CURLINFO info, long *value);
 CURLcode hh_curl_get_string(CURL *handle, CURLINFO info, char **value);
 
+/// curl_global_init(CURL_GLOBAL_DEFAULT), whose flags are macros.
+CURLcode hh_curl_global_init(void);
+
 CURLSHcode hh_curl_share_set_long(CURLSH *share, CURLSHoption option, long value);
 
 #endif

@@ -1,0 +1,210 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a network's traffic goes: the interface it leaves by and the resolvers that
+/// answer its names. A captive network's resolver often answers differently from the
+/// default route's, so its names must be resolved through it.
+public struct NetworkBinding: Sendable, Hashable {
+    /// The interface traffic leaves by (SO_BINDTODEVICE); nil means the default route.
+    public var interface: String?
+    /// IPv4 resolvers as `address` or `address:port`; empty means the system resolver.
+    public var resolvers: [String]
+    /// Extra trusted CA certificates (PEM), for portals signed by a private CA.
+    public var caFile: String?
+
+    public init(interface: String? = nil, resolvers: [String] = [], caFile: String? = nil) {
+        self.interface = interface
+        self.resolvers = resolvers
+        self.caFile = caFile
+    }
+}
+
+/// A small DNS client for A records that sends its queries through the bound interface,
+/// so names resolve the way the network being evaluated resolves them (libcurl's
+/// threaded resolver cannot be bound).
+public enum BoundDNS {
+    /// The IPv4 addresses of `name`, asking each resolver in turn until `deadline`.
+    public static func lookup(_ name: String, binding: NetworkBinding,
+                              deadline: ContinuousClock.Instant) throws(HTTPFailure) -> [String] {
+        guard !binding.resolvers.isEmpty else { throw HTTPFailure(.dns, "no resolver for \(name)") }
+        var lastProblem = "no answer"
+        for resolver in binding.resolvers {
+            guard let server = IPv4Endpoint(resolver, defaultPort: 53) else {
+                throw HTTPFailure(.dns, "resolver \"\(resolver)\" is not an IPv4 address[:port]")
+            }
+            do {
+                return try query(name, server: server, interface: binding.interface, deadline: deadline)
+            } catch {
+                lastProblem = error.detail
+                if error.kind == .timeout { break }
+            }
+        }
+        throw HTTPFailure(.dns, "\(name): \(lastProblem)")
+    }
+
+    private static func query(_ name: String, server: IPv4Endpoint, interface: String?,
+                              deadline: ContinuousClock.Instant) throws(HTTPFailure) -> [String] {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard socket >= 0 else { throw HTTPFailure(.dns, "cannot open a socket (errno \(errno))") }
+        defer { close(socket) }
+        if let interface { try bind(socket, to: interface) }
+        let identifier = UInt16.random(in: 0...UInt16.max)
+        guard let message = DNSMessage.query(name, identifier: identifier) else {
+            throw HTTPFailure(.dns, "\"\(name)\" is not a valid host name")
+        }
+        var address = server.socketAddress
+        let sent = message.withUnsafeBytes { bytes in
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(socket, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+        guard sent == message.count else { throw HTTPFailure(.dns, "cannot send to \(server) (errno \(errno))") }
+        var buffer = [UInt8](repeating: 0, count: 1500)
+        while true {
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else { throw HTTPFailure(.timeout, "no answer from \(server)") }
+            var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            let waited = poll(&poller, 1, Int32(clamping: remaining.milliseconds + 1))
+            if waited < 0, errno == EINTR { continue }
+            guard waited > 0 else { throw HTTPFailure(.timeout, "no answer from \(server)") }
+            var from = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let received = buffer.withUnsafeMutableBytes { bytes in
+                withUnsafeMutablePointer(to: &from) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        recvfrom(socket, bytes.baseAddress, bytes.count, 0, $0, &length)
+                    }
+                }
+            }
+            guard received > 0 else { throw HTTPFailure(.dns, "cannot receive from \(server) (errno \(errno))") }
+            // Answers from elsewhere, or to another query, are ignored (spoofing).
+            guard from.sin_addr.s_addr == address.sin_addr.s_addr, from.sin_port == address.sin_port,
+                  let answer = DNSMessage.answer(Array(buffer[..<received]), identifier: identifier) else { continue }
+            switch answer {
+            case .addresses(let addresses) where !addresses.isEmpty: return addresses
+            case .addresses: throw HTTPFailure(.dns, "\(server) knows no IPv4 address for \(name)")
+            case .failure(let code): throw HTTPFailure(.dns, "\(server) answered \(DNSMessage.describe(code))")
+            }
+        }
+    }
+
+    /// SO_BINDTODEVICE: the socket's packets leave by `interface` whatever the routes say.
+    static func bind(_ socket: Int32, to interface: String) throws(HTTPFailure) {
+        let result = interface.withCString {
+            setsockopt(socket, SOL_SOCKET, SO_BINDTODEVICE, $0, socklen_t(strlen($0) + 1))
+        }
+        guard result == 0 else {
+            throw HTTPFailure(.connect, "cannot bind to interface \(interface): \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+/// An IPv4 address and port, parsed from `a.b.c.d` or `a.b.c.d:port`.
+struct IPv4Endpoint: CustomStringConvertible {
+    let address: in_addr
+    let port: UInt16
+    let description: String
+
+    init?(_ text: String, defaultPort: UInt16) {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2 else { return nil }
+        var address = in_addr()
+        guard inet_pton(AF_INET, String(parts[0]), &address) == 1 else { return nil }
+        var port = defaultPort
+        if parts.count == 2 {
+            guard let given = UInt16(parts[1]), given > 0 else { return nil }
+            port = given
+        }
+        self.address = address
+        self.port = port
+        description = text
+    }
+
+    var socketAddress: sockaddr_in {
+        sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian, sin_addr: address, sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+    }
+}
+
+/// The wire format of one A question and its answer (RFC 1035), nothing more.
+enum DNSMessage {
+    enum Answer: Equatable {
+        case addresses([String])
+        case failure(UInt8)
+    }
+
+    static func query(_ name: String, identifier: UInt16) -> [UInt8]? {
+        var message: [UInt8] = [UInt8(identifier >> 8), UInt8(identifier & 0xFF), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]
+        let trimmed = name.hasSuffix(".") ? String(name.dropLast()) : name
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 253 else { return nil }
+        for label in trimmed.split(separator: ".", omittingEmptySubsequences: false) {
+            guard !label.isEmpty, label.utf8.count <= 63 else { return nil }
+            message.append(UInt8(label.utf8.count))
+            message += label.utf8
+        }
+        message += [0, 0, 1, 0, 1]  // root, type A, class IN
+        return message
+    }
+
+    /// The A records of a response to query `identifier`, following the answer section
+    /// (CNAMEs included by the resolver come first and are skipped); nil when the bytes
+    /// are not such a response.
+    static func answer(_ bytes: [UInt8], identifier: UInt16) -> Answer? {
+        guard bytes.count >= 12, UInt16(bytes[0]) << 8 | UInt16(bytes[1]) == identifier, bytes[2] & 0x80 != 0 else {
+            return nil
+        }
+        let code = bytes[3] & 0x0F
+        guard code == 0 else { return .failure(code) }
+        let questions = Int(bytes[4]) << 8 | Int(bytes[5])
+        let answers = Int(bytes[6]) << 8 | Int(bytes[7])
+        var offset = 12
+        for _ in 0..<questions {
+            guard let end = skipName(bytes, from: offset), end + 4 <= bytes.count else { return nil }
+            offset = end + 4
+        }
+        var addresses: [String] = []
+        for _ in 0..<answers {
+            guard let end = skipName(bytes, from: offset), end + 10 <= bytes.count else { return nil }
+            let type = Int(bytes[end]) << 8 | Int(bytes[end + 1])
+            let length = Int(bytes[end + 8]) << 8 | Int(bytes[end + 9])
+            let data = end + 10
+            guard data + length <= bytes.count else { return nil }
+            if type == 1, length == 4 {
+                addresses.append(bytes[data..<data + 4].map(String.init).joined(separator: "."))
+            }
+            offset = data + length
+        }
+        return .addresses(addresses)
+    }
+
+    /// The offset after a (possibly compressed) name.
+    private static func skipName(_ bytes: [UInt8], from start: Int) -> Int? {
+        var offset = start
+        while offset < bytes.count {
+            let length = bytes[offset]
+            if length == 0 { return offset + 1 }
+            if length & 0xC0 == 0xC0 { return offset + 2 <= bytes.count ? offset + 2 : nil }
+            offset += Int(length) + 1
+        }
+        return nil
+    }
+
+    static func describe(_ code: UInt8) -> String {
+        switch code {
+        case 1: "FORMERR"
+        case 2: "SERVFAIL"
+        case 3: "NXDOMAIN (no such name)"
+        case 5: "REFUSED"
+        default: "error \(code)"
+        }
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,295 @@
+internal import CCurl
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// Cookies of one helper on one network session, in libcurl's cookie engine (domain,
+/// path, expiry and `Secure` as curl applies them). Requests of the same session share
+/// the jar; a new session starts with an empty one.
+public final class CookieJar: @unchecked Sendable {
+    // Unchecked: the share handle is only touched while holding `lock`, so one request
+    // at a time uses it.
+    private let share: UnsafeMutableRawPointer
+    private let lock = Mutex(())
+
+    public init() {
+        _ = BoundHTTPClient.globalInitialization
+        share = curl_share_init()!
+        hh_curl_share_set_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_COOKIE.rawValue))
+    }
+
+    fileprivate func withShare<T>(_ body: (UnsafeMutableRawPointer) throws(HTTPFailure) -> T) throws(HTTPFailure) -> T {
+        let result: Result<T, HTTPFailure> = lock.withLock { _ in
+            do throws(HTTPFailure) { return .success(try body(share)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    deinit {
+        curl_share_cleanup(share)
+    }
+}
+
+/// HTTP requests that leave by one network's interface, resolve names through that
+/// network's resolvers, reach only allowed hosts (every redirect hop is checked before
+/// anything is sent to it), keep cookies in a jar, and end by a deadline.
+public struct BoundHTTPClient: Sendable {
+    public var binding: NetworkBinding
+    public var allowedHosts: [HostPattern]
+    public var cookies: CookieJar?
+    public var userAgent: String
+
+    public init(binding: NetworkBinding = NetworkBinding(), allowedHosts: [HostPattern], cookies: CookieJar? = nil,
+                userAgent: String = "hotspot-helper/1") {
+        self.binding = binding
+        self.allowedHosts = allowedHosts
+        self.cookies = cookies
+        self.userAgent = userAgent
+    }
+
+    static let globalInitialization: Void = { _ = hh_curl_global_init() }()
+
+    /// Performs `request`, ending by the earlier of its timeout and `deadline`; stops
+    /// early when `isCancelled` turns true.
+    public func perform(_ request: HTTPRequest, deadline: ContinuousClock.Instant? = nil,
+                        isCancelled: @escaping () -> Bool = { false }) throws(HTTPFailure) -> HTTPResponse {
+        _ = Self.globalInitialization
+        let timeoutEnd = ContinuousClock.now.advanced(by: request.timeout)
+        let end = min(timeoutEnd, deadline ?? timeoutEnd)
+        var method = request.method.uppercased()
+        var body = request.body
+        var url = request.url
+        var redirects: [(status: Int, url: String)] = []
+        while true {
+            let hop = try transfer(method: method, url: url, headers: request.headers, body: body,
+                                   maxBody: request.maxBody, end: end, isCancelled: isCancelled)
+            guard request.followRedirects, [301, 302, 303, 307, 308].contains(hop.status),
+                  let location = hop.header("location") else {
+                return HTTPResponse(status: hop.status, headers: hop.headers, body: hop.body, url: url,
+                                    redirects: redirects)
+            }
+            var next = URLReference(url).resolving(URLReference(location))
+            next.fragment = nil
+            redirects.append((hop.status, next.text))
+            guard redirects.count <= request.maxRedirects else {
+                throw HTTPFailure(.redirectLoop, "more than \(request.maxRedirects) redirects, the last to \(next.text)")
+            }
+            // What browsers do: 303, and 301/302 after a POST, continue as GET without a body.
+            if hop.status == 303 && method != "HEAD" || [301, 302].contains(hop.status) && method == "POST" {
+                method = "GET"
+                body = nil
+            }
+            url = next.text
+        }
+    }
+
+    /// One request to one URL, without following redirects.
+    private func transfer(method: String, url: String, headers: [(name: String, value: String)], body: [UInt8]?,
+                          maxBody: Int, end: ContinuousClock.Instant,
+                          isCancelled: @escaping () -> Bool) throws(HTTPFailure) -> HTTPResponse {
+        let target = URLReference(url)
+        guard let scheme = target.scheme, scheme == "http" || scheme == "https" else {
+            throw HTTPFailure(.notAllowed, "\(url) (only http and https URLs)")
+        }
+        guard let parts = target.hostParts, !parts.host.isEmpty else {
+            throw HTTPFailure(.protocol, "\(url) has no host")
+        }
+        guard allowedHosts.contains(where: { $0.matches(parts.host) }) else {
+            throw HTTPFailure(.notAllowed, parts.host)
+        }
+        let port = parts.port ?? (scheme == "https" ? 443 : 80)
+        var resolved: [String] = []
+        if !binding.resolvers.isEmpty, !Self.isAddressLiteral(parts.host) {
+            resolved = try BoundDNS.lookup(parts.host, binding: binding, deadline: end)
+        }
+
+        guard let handle = curl_easy_init() else { throw HTTPFailure(.protocol, "libcurl could not start a transfer") }
+        defer { curl_easy_cleanup(handle) }
+        let state = TransferState(maxBody: maxBody, isCancelled: isCancelled)
+        let context = Unmanaged.passRetained(state)
+        defer { context.release() }
+        var lists = CurlLists()
+        defer { lists.free() }
+
+        hh_curl_set_string(handle, CURLOPT_URL, url)
+        hh_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
+        hh_curl_set_long(handle, CURLOPT_FOLLOWLOCATION, 0)
+        hh_curl_set_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
+        hh_curl_set_string(handle, CURLOPT_USERAGENT, userAgent)
+        hh_curl_set_string(handle, CURLOPT_ACCEPT_ENCODING, "")
+        // The compressed length is a lower bound of the body: refuse early what is surely too big.
+        hh_curl_set_offset(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxBody))
+        let remaining = max(ContinuousClock.now.duration(to: end).milliseconds, 1)
+        hh_curl_set_long(handle, CURLOPT_TIMEOUT_MS, Int(remaining))
+        if let interface = binding.interface { hh_curl_set_string(handle, CURLOPT_INTERFACE, "if!" + interface) }
+        if let caFile = binding.caFile { hh_curl_set_string(handle, CURLOPT_CAINFO, caFile) }
+        if !resolved.isEmpty {
+            let entry = "\(parts.host):\(port):\(resolved.joined(separator: ","))"
+            hh_curl_set_pointer(handle, CURLOPT_RESOLVE, lists.append(entry, to: \.resolve))
+        }
+        for header in headers { lists.append("\(header.name): \(header.value)", to: \.headers) }
+        if lists.headers != nil { hh_curl_set_pointer(handle, CURLOPT_HTTPHEADER, lists.headers) }
+        switch method {
+        case "GET": hh_curl_set_long(handle, CURLOPT_HTTPGET, 1)
+        case "HEAD": hh_curl_set_long(handle, CURLOPT_NOBODY, 1)
+        default:
+            if method != "POST" { hh_curl_set_string(handle, CURLOPT_CUSTOMREQUEST, method) }
+        }
+        if let body {
+            hh_curl_set_offset(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
+            body.withUnsafeBytes { _ = hh_curl_set_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)) }
+        } else if method == "POST" {
+            hh_curl_set_offset(handle, CURLOPT_POSTFIELDSIZE_LARGE, 0)
+            hh_curl_set_string(handle, CURLOPT_COPYPOSTFIELDS, "")
+        }
+        hh_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION, TransferState.receiveBody)
+        hh_curl_set_pointer(handle, CURLOPT_WRITEDATA, context.toOpaque())
+        hh_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION, TransferState.receiveHeader)
+        hh_curl_set_pointer(handle, CURLOPT_HEADERDATA, context.toOpaque())
+        hh_curl_set_progress_callback(handle, TransferState.progress)
+        hh_curl_set_pointer(handle, CURLOPT_XFERINFODATA, context.toOpaque())
+
+        let code: CURLcode
+        if let cookies {
+            code = try cookies.withShare { share throws(HTTPFailure) in
+                hh_curl_set_pointer(handle, CURLOPT_SHARE, share)
+                hh_curl_set_string(handle, CURLOPT_COOKIEFILE, "")
+                defer { hh_curl_set_pointer(handle, CURLOPT_SHARE, nil) }
+                return curl_easy_perform(handle)
+            }
+        } else {
+            code = curl_easy_perform(handle)
+        }
+        if code != CURLE_OK { throw failure(code, state: state, host: parts.host, url: url, handle: handle) }
+        var status = 0
+        hh_curl_get_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        return HTTPResponse(status: status, headers: state.headers, body: state.body, url: url, redirects: [])
+    }
+
+    private func failure(_ code: CURLcode, state: TransferState, host: String, url: String,
+                         handle: UnsafeMutableRawPointer) -> HTTPFailure {
+        if let limit = state.exceeded { return HTTPFailure(.tooLarge, limit) }
+        if state.cancelled { return HTTPFailure(.timeout, "the command was cancelled") }
+        let reason = String(cString: curl_easy_strerror(code))
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            return HTTPFailure(.timeout, "\(url) did not answer in time")
+        case CURLE_COULDNT_RESOLVE_HOST:
+            return HTTPFailure(.dns, "cannot resolve \(host)")
+        case CURLE_COULDNT_CONNECT, CURLE_INTERFACE_FAILED:
+            var errorNumber = 0
+            hh_curl_get_long(handle, CURLINFO_OS_ERRNO, &errorNumber)
+            let why = errorNumber != 0 ? String(cString: strerror(Int32(errorNumber))) : reason
+            return HTTPFailure(.connect, "\(host): \(why)")
+        case CURLE_FILESIZE_EXCEEDED:
+            return HTTPFailure(.tooLarge, "the body is larger than \(state.maxBody) bytes")
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+             CURLE_SSL_INVALIDCERTSTATUS, CURLE_USE_SSL_FAILED, CURLE_SSL_ENGINE_INITFAILED,
+             CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CRL_BADFILE:
+            return HTTPFailure(.tls, "\(host): \(reason)")
+        default:
+            return HTTPFailure(.protocol, "\(url): \(reason)")
+        }
+    }
+
+    static func isAddressLiteral(_ host: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+}
+
+/// What one transfer collects, and the limits its callbacks apply.
+private final class TransferState {
+    static let headerLimit = 65_536
+
+    let maxBody: Int
+    let isCancelled: () -> Bool
+    var body: [UInt8] = []
+    var headers: [(name: String, value: String)] = []
+    var headerBytes = 0
+    /// Why the transfer was cut for size.
+    var exceeded: String?
+    var cancelled = false
+
+    init(maxBody: Int, isCancelled: @escaping () -> Bool) {
+        self.maxBody = maxBody
+        self.isCancelled = isCancelled
+    }
+
+    private static func state(_ context: UnsafeMutableRawPointer?) -> TransferState {
+        Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    /// Bodies arrive decoded (ACCEPT_ENCODING), so this counts the decompressed size.
+    static let receiveBody: hh_curl_data_callback = { data, size, count, context in
+        let state = state(context)
+        let length = size * count
+        guard state.body.count + length <= state.maxBody else {
+            state.exceeded = "the body is larger than \(state.maxBody) bytes (after decompression)"
+            return 0
+        }
+        if let data { state.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length)) }
+        return length
+    }
+
+    static let receiveHeader: hh_curl_data_callback = { data, size, count, context in
+        let state = state(context)
+        let length = size * count
+        state.headerBytes += length
+        guard state.headerBytes <= headerLimit else {
+            state.exceeded = "the headers are larger than \(headerLimit) bytes"
+            return 0
+        }
+        guard let data else { return length }
+        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+        if line.hasPrefix("HTTP/") {
+            // A new response (after 100 Continue, say): only the last one's headers count.
+            state.headers = []
+        } else if let colon = line.firstIndex(of: ":") {
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingWhitespace()
+            state.headers.append((name, value))
+        }
+        return length
+    }
+
+    static let progress: hh_curl_progress_callback = { context, _, _, _, _ in
+        let state = state(context)
+        if state.isCancelled() {
+            state.cancelled = true
+            return 1
+        }
+        return 0
+    }
+}
+
+/// libcurl string lists a transfer owns until it ends.
+private struct CurlLists {
+    var headers: UnsafeMutablePointer<curl_slist>?
+    var resolve: UnsafeMutablePointer<curl_slist>?
+
+    @discardableResult
+    mutating func append(_ text: String, to list: WritableKeyPath<CurlLists, UnsafeMutablePointer<curl_slist>?>)
+        -> UnsafeMutablePointer<curl_slist>? {
+        self[keyPath: list] = curl_slist_append(self[keyPath: list], text)
+        return self[keyPath: list]
+    }
+
+    func free() {
+        curl_slist_free_all(headers)
+        curl_slist_free_all(resolve)
+    }
+}
+
+extension Substring {
+    func trimmingWhitespace() -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
+        return String(self[first...last])
+    }
+}

@@ -1,0 +1,150 @@
+public import LuaSandbox
+import HotspotNetwork
+import Synchronization
+
+/// The host side of `cmd:http{...}`. Private to the prelude, which passes the command's
+/// context (cookie session, interface, resolvers, the script's `hosts`) that no script
+/// can forge: `http.request(context, options)` answers a response table or `nil, message`.
+public enum HTTPLibrary {
+    static let largestBody = 16 << 20
+    static let largestTimeout = 600.0
+
+    public static let module = HostModule("http", isPublic: false, functions: [
+        ("request", { (call: borrowing HostCall) throws -> [LuaValue] in
+            let context = try call.table(0)
+            let request = try request(from: try call.table(1)) { HostError("cmd:http: " + $0) }
+            let client = try client(for: context)
+            let deadline = call.deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
+            // The closure outlives this borrow of `call`, so it reads the flag through the state's copy.
+            let interruption = call.interruptionCheck
+            do throws(HTTPFailure) {
+                return [.table(responseTable(try client.perform(request, deadline: deadline, isCancelled: interruption)))]
+            } catch {
+                return [.nil, .text(error.description)]
+            }
+        }),
+    ])
+
+    /// The jars of the sessions this worker has seen; the oldest go first beyond the limit.
+    private static let jars = Mutex<[(session: String, jar: CookieJar)]>([])
+    static let jarLimit = 64
+
+    static func jar(for session: String) -> CookieJar {
+        jars.withLock { jars in
+            if let index = jars.firstIndex(where: { $0.session == session }) {
+                let found = jars.remove(at: index)
+                jars.append(found)
+                return found.jar
+            }
+            let jar = CookieJar()
+            jars.append((session, jar))
+            if jars.count > jarLimit { jars.removeFirst() }
+            return jar
+        }
+    }
+
+    static func client(for context: LuaTable) throws -> BoundHTTPClient {
+        var hosts: [HostPattern] = []
+        for value in context["hosts"].tableValue?.array ?? [] {
+            if let text = value.stringValue, case .success(let pattern) = HostPattern.parse(text) { hosts.append(pattern) }
+        }
+        let binding = NetworkBinding(
+            interface: context["interface"].stringValue,
+            resolvers: (context["resolvers"].tableValue?.array ?? []).compactMap(\.stringValue),
+            caFile: context["ca_file"].stringValue)
+        return BoundHTTPClient(binding: binding, allowedHosts: hosts,
+                               cookies: context["session"].stringValue.map(jar(for:)))
+    }
+
+    static func request(from options: LuaTable, problem: (String) -> HostError) throws -> HTTPRequest {
+        guard let url = options["url"].stringValue else { throw problem("'url' must be a string") }
+        var request = HTTPRequest(url: url)
+        var contentType: String?
+        if let headers = options["headers"].tableValue {
+            for (name, value) in headers.entries {
+                guard let name = name.stringValue, let value = value.stringValue ?? value.numberValue.map({ "\($0)" }) else {
+                    throw problem("'headers' maps names to strings")
+                }
+                guard !name.contains(where: { $0 == "\r" || $0 == "\n" || $0 == ":" }),
+                      !value.contains(where: { $0 == "\r" || $0 == "\n" }) else {
+                    throw problem("header '\(name)' has a line break or a colon in its name")
+                }
+                request.headers.append((name, value))
+            }
+        }
+        let bodies = ["body", "form", "json"].filter { !options[LuaValue.text($0)].isNil }
+        guard bodies.count <= 1 else { throw problem("give one of 'body', 'form' and 'json', not \(bodies.joined(separator: " and "))") }
+        switch bodies.first {
+        case "body":
+            guard let body = options["body"].bytesValue else { throw problem("'body' must be a string") }
+            request.body = body
+        case "form":
+            guard let form = options["form"].tableValue else { throw problem("'form' must be a table") }
+            request.body = try URLLibrary.formEncoded(form) { problem("form: \($0)") }
+            contentType = "application/x-www-form-urlencoded"
+        case "json":
+            request.body = try JSONLibrary.encoded(options["json"])
+            contentType = "application/json"
+        default:
+            break
+        }
+        if let method = options["method"].stringValue {
+            guard !method.isEmpty, method.allSatisfy({ $0.isLetter && $0.isASCII }) else {
+                throw problem("'method' must be a word such as \"GET\" or \"POST\"")
+            }
+            request.method = method.uppercased()
+        } else if request.body != nil {
+            request.method = "POST"
+        }
+        if let contentType, !request.headers.contains(where: { $0.name.lowercased() == "content-type" }) {
+            request.headers.append(("Content-Type", contentType))
+        }
+        if !options["timeout"].isNil {
+            guard let seconds = options["timeout"].numberValue, seconds > 0, seconds <= largestTimeout else {
+                throw problem("'timeout' must be a number of seconds above 0 and at most \(Int(largestTimeout))")
+            }
+            request.timeout = .nanoseconds(Int64(seconds * 1e9))
+        }
+        if !options["follow_redirects"].isNil {
+            guard let follow = options["follow_redirects"].booleanValue else { throw problem("'follow_redirects' must be a boolean") }
+            request.followRedirects = follow
+        }
+        if !options["max_redirects"].isNil {
+            guard let count = options["max_redirects"].integerValue, (0...50).contains(count) else {
+                throw problem("'max_redirects' must be a whole number from 0 to 50")
+            }
+            request.maxRedirects = Int(count)
+        }
+        if !options["max_body"].isNil {
+            guard let size = options["max_body"].integerValue, size > 0, size <= largestBody else {
+                throw problem("'max_body' must be a whole number of bytes above 0 and at most \(largestBody)")
+            }
+            request.maxBody = Int(size)
+        }
+        return request
+    }
+
+    static func responseTable(_ response: HTTPResponse) -> LuaTable {
+        var headers = LuaTable()
+        var cookies: [LuaValue] = []
+        for header in response.headers {
+            if header.name == "set-cookie" {
+                cookies.append(.text(header.value))
+            } else if let earlier = headers[header.name].stringValue {
+                headers[header.name] = .text(earlier + ", " + header.value)
+            } else {
+                headers[header.name] = .text(header.value)
+            }
+        }
+        if !cookies.isEmpty { headers["set-cookie"] = .table(LuaTable(array: cookies)) }
+        var table = LuaTable()
+        table["status"] = .integer(Int64(response.status))
+        table["headers"] = .table(headers)
+        table["body"] = .string(response.body)
+        table["url"] = .text(response.url)
+        table["redirects"] = .table(LuaTable(array: response.redirects.map { redirect -> LuaValue in
+            ["status": .integer(Int64(redirect.status)), "url": .text(redirect.url)]
+        }))
+        return table
+    }
+}
