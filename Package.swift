@@ -18,6 +18,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // Lua 5.4 from Debian's liblua5.4-dev.
@@ -65,7 +66,10 @@ let package = Package(
         .testTarget(name: "HotspotRuntimeTests", dependencies: ["HotspotRuntime", "HotspotNetwork", "ScriptLibraries"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HotspotNetworkTests",
-            dependencies: ["HotspotNetwork", "ScriptLibraries", "LuaSandbox", .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: [
+                "HotspotNetwork", "ScriptLibraries", "LuaSandbox", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "PortalSimulatorTests",

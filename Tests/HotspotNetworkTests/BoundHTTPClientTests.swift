@@ -1,0 +1,225 @@
+import Foundation
+import HotspotNetwork
+import Testing
+
+@Suite("Bound HTTP against local servers", .serialized)
+struct BoundHTTPClientTests {
+    static let loopbackHosts = ["127.0.0.1", "localhost", "portal.test", "*.portal.test"].map { try! HostPattern.parse($0).get() }
+
+    func client(_ hosts: [HostPattern] = loopbackHosts, cookies: CookieJar? = nil,
+                binding: NetworkBinding = NetworkBinding()) -> BoundHTTPClient {
+        BoundHTTPClient(binding: binding, allowedHosts: hosts, cookies: cookies)
+    }
+
+    func failure(_ body: () throws(HTTPFailure) -> HTTPResponse) -> HTTPFailure? {
+        do {
+            _ = try body()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func getAndPostBodies() async throws {
+        let server = try await TestHTTPServer.start()
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(server.port)"
+        let hello = try client().perform(HTTPRequest(url: base + "/hello"))
+        #expect(hello.status == 200)
+        #expect(String(decoding: hello.body, as: UTF8.self) == "hello")
+        #expect(hello.url == base + "/hello")
+        #expect(hello.header("content-length") == "5")
+
+        let posted = try client().perform(HTTPRequest(method: "POST", url: base + "/echo",
+                                                      headers: [("Content-Type", "text/plain")], body: Array("a=1".utf8)))
+        #expect(String(decoding: posted.body, as: UTF8.self) == "POST|text/plain|a=1")
+        let custom = try client().perform(HTTPRequest(url: base + "/echo", headers: [("X-Test", "yes")]))
+        #expect(String(decoding: custom.body, as: UTF8.self) == "GET|yes")
+    }
+
+    @Test func everyRedirectKind() async throws {
+        let server = try await TestHTTPServer.start()
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(server.port)"
+        for code in [301, 302, 303, 307, 308] {
+            let response = try client().perform(HTTPRequest(url: base + "/redirect/\(code)?to=/hello"))
+            #expect(response.status == 200)
+            #expect(response.url == base + "/hello")
+            #expect(response.redirects.map(\.status) == [code])
+            #expect(response.redirects.map(\.url) == [base + "/hello"])
+        }
+        // A relative Location resolves against the URL it came from.
+        let relative = try client().perform(HTTPRequest(url: base + "/redirect/302?to=../hello"))
+        #expect(relative.url == base + "/hello")
+        // 303 turns a POST into a GET; 307 and 308 keep the method and the body.
+        let seeOther = try client().perform(HTTPRequest(method: "POST", url: base + "/redirect/303?to=/echo", body: Array("x".utf8)))
+        #expect(String(decoding: seeOther.body, as: UTF8.self) == "GET|")
+        for code in [307, 308] {
+            let kept = try client().perform(HTTPRequest(method: "POST", url: base + "/redirect/\(code)?to=/echo",
+                                                        headers: [("Content-Type", "text/plain")], body: Array("kept".utf8)))
+            #expect(String(decoding: kept.body, as: UTF8.self) == "POST|text/plain|kept")
+        }
+        // Not following gives the redirect itself.
+        let unfollowed = try client().perform(HTTPRequest(url: base + "/redirect/302?to=/hello", followRedirects: false))
+        #expect(unfollowed.status == 302)
+        #expect(unfollowed.header("location") == "/hello")
+    }
+
+    @Test func redirectLoopsAndTheRedirectLimit() async throws {
+        let server = try await TestHTTPServer.start()
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(server.port)"
+        let loop = failure { () throws(HTTPFailure) in try client().perform(HTTPRequest(url: base + "/loop", maxRedirects: 5)) }
+        #expect(loop?.kind == .redirectLoop)
+        #expect(loop?.description.hasPrefix("redirect_loop: more than 5 redirects") == true)
+        #expect(server.hostsReached.count == 6)
+    }
+
+    @Test func everyHopIsCheckedBeforeAnythingIsSent() async throws {
+        let server = try await TestHTTPServer.start()
+        let dns = TestDNSServer()
+        defer { server.stop(); dns.stop() }
+        let binding = NetworkBinding(resolvers: ["127.0.0.1:\(dns.port)"])
+        let allowed = "http://portal.test:\(server.port)"
+        // A cross-host redirect to an allowed name is followed, resolved by the network's resolver.
+        let crossHost = try client(binding: binding).perform(
+            HTTPRequest(url: allowed + "/redirect/302?to=http://login.portal.test:\(server.port)/hello"))
+        #expect(crossHost.status == 200)
+        #expect(crossHost.url == "http://login.portal.test:\(server.port)/hello")
+        #expect(dns.queries.withLock { $0 } == ["portal.test", "login.portal.test"])
+        // A hop to another host fails before that host sees anything, and before it is resolved.
+        let before = server.hostsReached.count
+        let refused = failure { () throws(HTTPFailure) in
+            try client(binding: binding).perform(HTTPRequest(url: allowed + "/redirect/302?to=http://evil.test:\(server.port)/hello"))
+        }
+        #expect(refused == HTTPFailure(.notAllowed, "evil.test"))
+        #expect(server.hostsReached.count == before + 1)
+        #expect(!server.hostsReached.contains { $0.hasPrefix("evil.test") })
+        #expect(!dns.queries.withLock { $0 }.contains("evil.test"))
+        // Schemes other than http and https are refused.
+        let file = failure { () throws(HTTPFailure) in try client().perform(HTTPRequest(url: "file:///etc/passwd")) }
+        #expect(file?.kind == .notAllowed)
+        // A name the resolver does not know.
+        let nx = try HostPattern.parse("missing.nx").get()
+        let unknown = failure { () throws(HTTPFailure) in
+            try client([nx], binding: binding).perform(HTTPRequest(url: "http://missing.nx/"))
+        }
+        #expect(unknown?.kind == .dns)
+        #expect(unknown?.description.contains("NXDOMAIN") == true)
+    }
+
+    @Test func cookiesFollowDomainPathExpiryAndSecure() async throws {
+        let server = try await TestHTTPServer.start()
+        let dns = TestDNSServer()
+        defer { server.stop(); dns.stop() }
+        // A name, because libcurl treats plain HTTP to localhost addresses as secure.
+        let base = "http://portal.test:\(server.port)"
+        let jar = CookieJar()
+        let binding = NetworkBinding(resolvers: ["127.0.0.1:\(dns.port)"])
+        func client(cookies: CookieJar?) -> BoundHTTPClient { self.client(cookies: cookies, binding: binding) }
+        let set = try client(cookies: jar).perform(HTTPRequest(url: base + "/cookies/set"))
+        #expect(set.headers.filter { $0.name == "set-cookie" }.count == 4)
+        let shown = try client(cookies: jar).perform(HTTPRequest(url: base + "/cookies/show"))
+        // Not the Secure cookie over plain HTTP, not the expired one, not the one for another path.
+        #expect(String(decoding: shown.body, as: UTF8.self) == "session=abc")
+        let scoped = try client(cookies: jar).perform(HTTPRequest(url: base + "/cookies/scoped/show"))
+        #expect(String(decoding: scoped.body, as: UTF8.self).split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }.sorted()
+                == ["scoped=1", "session=abc"])
+        // Another jar (another helper or a new session) starts empty; no jar keeps nothing.
+        #expect(try client(cookies: CookieJar()).perform(HTTPRequest(url: base + "/cookies/show")).body.isEmpty)
+        #expect(try client(cookies: nil).perform(HTTPRequest(url: base + "/cookies/show")).body.isEmpty)
+    }
+
+    @Test func bodiesAreCappedAfterDecompression() async throws {
+        let server = try await TestHTTPServer.start()
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(server.port)"
+        #expect(TestHTTPServer.gzipBody.count < 64 << 10)
+        let inflated = try client().perform(HTTPRequest(url: base + "/gzip", maxBody: 8 << 20))
+        #expect(inflated.body.count == 4 << 20)
+        let bomb = failure { () throws(HTTPFailure) in try client().perform(HTTPRequest(url: base + "/gzip", maxBody: 1 << 20)) }
+        #expect(bomb?.kind == .tooLarge)
+        #expect(bomb?.description.contains("after decompression") == true)
+        let big = failure { () throws(HTTPFailure) in try client().perform(HTTPRequest(url: base + "/big", maxBody: 1 << 20)) }
+        #expect(big?.kind == .tooLarge)
+    }
+
+    @Test func aSlowDripIsCutAtTheDeadline() async throws {
+        let server = try await TestHTTPServer.start()
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(server.port)"
+        let start = ContinuousClock.now
+        let byTimeout = failure { () throws(HTTPFailure) in
+            try client().perform(HTTPRequest(url: base + "/drip", timeout: .milliseconds(300)))
+        }
+        #expect(byTimeout?.kind == .timeout)
+        let byDeadline = failure { () throws(HTTPFailure) in
+            try client().perform(HTTPRequest(url: base + "/drip", timeout: .seconds(30)), deadline: .now + .milliseconds(300))
+        }
+        #expect(byDeadline?.kind == .timeout)
+        #expect(ContinuousClock.now - start < .seconds(5))
+        let cancelled = failure { () throws(HTTPFailure) in
+            try client().perform(HTTPRequest(url: base + "/drip"), isCancelled: { ContinuousClock.now - start > .seconds(1) })
+        }
+        #expect(cancelled == HTTPFailure(.timeout, "the command was cancelled"))
+    }
+
+    @Test func connectAndProtocolFailures() async throws {
+        let refused = failure { () throws(HTTPFailure) in try client().perform(HTTPRequest(url: "http://127.0.0.1:1/")) }
+        #expect(refused?.kind == .connect)
+        #expect(refused?.description == "connect: 127.0.0.1: Connection refused")
+        let noInterface = failure { () throws(HTTPFailure) in
+            try client(binding: NetworkBinding(interface: "no-such-if0")).perform(HTTPRequest(url: "http://127.0.0.1:1/"))
+        }
+        #expect(noInterface?.kind == .connect)
+        // A server that speaks something else than HTTP.
+        let garbage = try listenerAnswering("not http at all\r\n\r\n")
+        let spoken = failure { () throws(HTTPFailure) in try client().perform(HTTPRequest(url: "http://127.0.0.1:\(garbage)/")) }
+        #expect(spoken?.kind == .protocol)
+    }
+
+    @Test func tlsWithATestCA() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hh-tls-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try TestTLSServer(directory: directory)
+        defer { server.stop() }
+        let url = "https://localhost:\(server.port)/"
+        var response: HTTPResponse?
+        for _ in 0..<50 where response == nil {
+            response = try? client(binding: NetworkBinding(caFile: server.caFile)).perform(HTTPRequest(url: url))
+            if response == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(response?.status == 200)
+        let untrusted = failure { () throws(HTTPFailure) in try client().perform(HTTPRequest(url: url)) }
+        #expect(untrusted?.kind == .tls)
+        let plainToTLS = failure { () throws(HTTPFailure) in
+            try client(binding: NetworkBinding(caFile: server.caFile)).perform(HTTPRequest(url: "http://localhost:\(server.port)/"))
+        }
+        #expect(plainToTLS?.kind == .protocol)
+    }
+
+    /// A TCP listener that writes `reply` to its first client and closes; returns its port.
+    func listenerAnswering(_ reply: String) throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0,
+                                  sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                _ = bind(socket, $0, length)
+                _ = getsockname(socket, $0, &length)
+            }
+        }
+        listen(socket, 1)
+        Thread {
+            let client = accept(socket, nil, nil)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            _ = read(client, &buffer, buffer.count)
+            _ = reply.withCString { write(client, $0, strlen($0)) }
+            close(client)
+            close(socket)
+        }.start()
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A local HTTP server on loopback with the behaviours the HTTP client must handle. It
+/// records the `Host` of every request, so tests can prove nothing reached a host.
+final class TestHTTPServer: Sendable {
+    let port: Int
+    private let task: Task<Void, any Error>
+    private let log: HostLog
+
+    /// The `Host` of every request received, in order.
+    var hostsReached: [String] { log.hosts.withLock { $0 } }
+
+    static func start() async throws -> TestHTTPServer {
+        let log = HostLog()
+        let router = Router()
+        router.middlewares.add(HostRecorder(log: log))
+        addRoutes(to: router)
+        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        var logger = Logger(label: "test-server")
+        logger.logLevel = .critical
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) },
+            logger: logger)
+        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        var iterator = ports.makeAsyncIterator()
+        return TestHTTPServer(port: await iterator.next() ?? 0, task: task, log: log)
+    }
+
+    private init(port: Int, task: Task<Void, any Error>, log: HostLog) {
+        self.port = port
+        self.task = task
+        self.log = log
+    }
+
+    func stop() { task.cancel() }
+
+    static let gzipBody: [UInt8] = {
+        // 4 MiB of zeros, compressed by the real gzip tool to a few KiB.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "head -c 4194304 /dev/zero | gzip -c"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try! process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Array(data)
+    }()
+
+    private static func addRoutes(to router: Router<BasicRequestContext>) {
+        router.get("/hello") { _, _ in "hello" }
+        router.on("/echo", method: .post) { request, _ in
+            var request = request
+            let body = try await request.collectBody(upTo: 1 << 20)
+            let type = request.headers[.contentType] ?? ""
+            return "POST|\(type)|\(String(buffer: body))"
+        }
+        router.get("/echo") { request, _ in "GET|\(request.headers[.init("X-Test")!] ?? "")" }
+        router.get("/cookies/set") { _, _ in
+            var headers = HTTPFields()
+            headers.append(.init(name: .setCookie, value: "session=abc; Path=/"))
+            headers.append(.init(name: .setCookie, value: "scoped=1; Path=/cookies/scoped"))
+            headers.append(.init(name: .setCookie, value: "tls_only=1; Path=/; Secure"))
+            headers.append(.init(name: .setCookie, value: "gone=1; Path=/; Max-Age=0"))
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "set")))
+        }
+        router.get("/cookies/show") { request, _ in request.headers[.cookie] ?? "" }
+        router.get("/cookies/scoped/show") { request, _ in request.headers[.cookie] ?? "" }
+        router.on("/redirect/:code", method: .get) { request, context in try redirect(request, context) }
+        router.on("/redirect/:code", method: .post) { request, context in try redirect(request, context) }
+        router.get("/loop") { _, _ in Response(status: .found, headers: [.location: "/loop"]) }
+        router.get("/gzip") { _, _ in
+            Response(status: .ok, headers: [.contentEncoding: "gzip"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: gzipBody)))
+        }
+        router.get("/big") { _, _ in String(repeating: "x", count: 2 << 20) }
+        router.get("/drip") { _, _ in
+            Response(status: .ok, body: ResponseBody { writer in
+                for _ in 0..<600 {
+                    try await writer.write(ByteBuffer(string: "."))
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                try await writer.finish(nil)
+            })
+        }
+    }
+
+    private static func redirect(_ request: Request, _ context: BasicRequestContext) throws -> Response {
+        let code = try context.parameters.require("code", as: Int.self)
+        let target = request.uri.queryParameters["to"].map(String.init) ?? "/hello"
+        return Response(status: .init(code: code), headers: [.location: target])
+    }
+}
+
+final class HostLog: Sendable {
+    let hosts = Mutex<[String]>([])
+}
+
+private struct HostRecorder: RouterMiddleware {
+    let log: HostLog
+
+    func handle(_ request: Request, context: BasicRequestContext,
+                next: (Request, BasicRequestContext) async throws -> Response) async throws -> Response {
+        log.hosts.withLock { $0.append(request.head.authority ?? "") }
+        return try await next(request, context)
+    }
+}
+
+/// A DNS server on loopback that answers every A question with 127.0.0.1, and
+/// NXDOMAIN for names ending in `.nx`, like a captive portal's resolver hijacking names.
+final class TestDNSServer: Sendable {
+    let port: Int
+    private let socket: Int32
+    let queries = Mutex<[String]>([])
+
+    init() {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        self.socket = socket
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0,
+                                  sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                _ = bind(socket, $0, length)
+                _ = getsockname(socket, $0, &length)
+            }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let thread = Thread { [self] in serve() }
+        thread.start()
+    }
+
+    func stop() { shutdown(socket, Int32(SHUT_RDWR)); close(socket) }
+
+    private func serve() {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while true {
+            var from = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let count = buffer.withUnsafeMutableBytes { bytes in
+                withUnsafeMutablePointer(to: &from) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(socket, bytes.baseAddress, 512, 0, $0, &length) }
+                }
+            }
+            guard count > 12 else { return }
+            let query = Array(buffer[..<count])
+            var labels: [String] = []
+            var offset = 12
+            while offset < query.count, query[offset] != 0 {
+                let size = Int(query[offset])
+                labels.append(String(decoding: query[(offset + 1)..<min(offset + 1 + size, query.count)], as: UTF8.self))
+                offset += size + 1
+            }
+            let name = labels.joined(separator: ".")
+            queries.withLock { $0.append(name) }
+            let questionEnd = offset + 5
+            var answer = Array(query[..<questionEnd])
+            answer[2] = 0x81
+            if name.hasSuffix(".nx") {
+                answer[3] = 0x83
+            } else {
+                answer[3] = 0x80
+                answer[7] = 1
+                answer += [0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1]
+            }
+            _ = answer.withUnsafeBytes { bytes in
+                withUnsafePointer(to: &from) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(socket, bytes.baseAddress, bytes.count, 0, $0, length) }
+                }
+            }
+        }
+    }
+}
+
+/// `openssl s_server` on loopback with a certificate for `localhost` from a CA made for
+/// the test: a real TLS peer.
+final class TestTLSServer: Sendable {
+    let port: Int
+    let caFile: String
+    private let process: Process
+
+    init(directory: String) throws {
+        let script = """
+            set -e
+            cd '\(directory)'
+            openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=hotspot-helper-test-ca \
+              -keyout ca.key -out ca.pem 2>/dev/null
+            openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key -out server.csr 2>/dev/null
+            printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san.ext
+            openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+              -extfile san.ext -out server.pem 2>/dev/null
+            """
+        let setup = Process()
+        setup.executableURL = URL(fileURLWithPath: "/bin/sh")
+        setup.arguments = ["-c", script]
+        try setup.run()
+        setup.waitUntilExit()
+        port = Int.random(in: 20000...40000)
+        caFile = directory + "/ca.pem"
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["s_server", "-quiet", "-accept", "127.0.0.1:\(port)", "-cert", directory + "/server.pem",
+                             "-key", directory + "/server.key", "-www"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    func stop() { process.terminate() }
+}
