@@ -58,7 +58,7 @@ let package = Package(
         .executableTarget(
             name: "hotspot-helper",
             dependencies: [
-                "HotspotRuntime", "PortalSimulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "HotspotRuntime", "HotspotNetwork", "PortalSimulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
         // The engine demonstration `make demo` runs.

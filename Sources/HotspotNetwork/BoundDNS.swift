@@ -18,6 +18,11 @@ public struct NetworkBinding: Sendable, Hashable {
         self.resolvers = resolvers
         self.caFile = caFile
     }
+
+    /// Whether `text` is a resolver as `resolvers` takes it.
+    public static func isResolverAddress(_ text: String) -> Bool {
+        IPv4Endpoint(text, defaultPort: 53) != nil
+    }
 }
 
 /// A small DNS client for A records that sends its queries through the bound interface,

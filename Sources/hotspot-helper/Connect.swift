@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HotspotNetwork
 import HotspotRuntime
 import LuaSandbox
 
@@ -31,6 +32,20 @@ struct Connect: AsyncParsableCommand {
     @Flag(help: "The network is secured (WPA).")
     var secure = false
 
+    @Option(help: ArgumentHelp("The interface the network's traffic leaves by (default: the default route's).", valueName: "iface"))
+    var interface: String?
+
+    @Option(name: .customLong("resolver"),
+            help: ArgumentHelp("The network's DNS resolver, asked through --interface; repeatable (default: the system's).",
+                               valueName: "address[:port]"))
+    var resolvers: [String] = []
+
+    @Option(help: ArgumentHelp("Venue credentials for cmd:secret: one [helper] section each, mode 0600.", valueName: "file"))
+    var secrets: String?
+
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Extra trusted CA certificates (PEM) for portals' HTTPS.", valueName: "file"))
+    var caFile: String?
+
     @Option(name: .customLong("state-dir"),
             help: ArgumentHelp("Where the chosen helper, exclusions and cmd.store are kept (default: nothing is kept).", valueName: "dir"))
     var stateDirectory: String?
@@ -52,6 +67,12 @@ struct Connect: AsyncParsableCommand {
         guard deadline > 0 else { throw ValidationError("--deadline must be a positive number of seconds") }
         guard maintainInterval > 0 else { throw ValidationError("--maintain-interval must be a positive number of seconds") }
         guard stay >= 0 else { throw ValidationError("--stay must be 0 or more seconds") }
+        for resolver in resolvers where !NetworkBinding.isResolverAddress(resolver) {
+            throw ValidationError("--resolver \(resolver) is not an IPv4 address with an optional port, such as 192.0.2.53 or 127.0.0.1:5353")
+        }
+        if let interface, if_nametoindex(interface) == 0 {
+            throw ValidationError("--interface \(interface): no such network interface (see `ip link`)")
+        }
     }
 
     func run() async throws {
@@ -71,17 +92,21 @@ struct Connect: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let persistence: StateDirectory
+        var loadedSecrets = Secrets()
         do {
             persistence = try StateDirectory(path: stateDirectory)
+            if let secrets { loadedSecrets = try Secrets.load(path: secrets) }
         } catch {
             output.fail("\(error)")
             throw ExitCode(2)
         }
         let runtime = HotspotRuntime(
             engine: engine, helpers: helpers, persistence: persistence,
-            configuration: .init(commandDeadline: .seconds(deadline), maintainInterval: .seconds(maintainInterval)),
+            configuration: .init(commandDeadline: .seconds(deadline), maintainInterval: .seconds(maintainInterval),
+                                 secrets: loadedSecrets, caFile: caFile),
             events: output.write)
-        let network = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure)
+        let network = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure,
+                                         interface: interface, resolvers: resolvers)
         await runtime.join(network)
         if stay > 0 { try? await Task.sleep(for: .seconds(stay)) }
         let state = await runtime.state(of: ssid)
