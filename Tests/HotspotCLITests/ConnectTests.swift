@@ -19,9 +19,9 @@ struct CLI {
         }
     }
 
-    static func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
+    static func start(_ arguments: [String], executable: String = path) throws -> (Process, Pipe, Pipe) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let output = Pipe(), errors = Pipe()
         process.standardOutput = output
@@ -30,8 +30,8 @@ struct CLI {
         return (process, output, errors)
     }
 
-    static func run(_ arguments: [String]) throws -> Run {
-        let (process, output, errors) = try start(arguments)
+    static func run(_ arguments: [String], executable: String = path) throws -> Run {
+        let (process, output, errors) = try start(arguments, executable: executable)
         let out = output.fileHandleForReading.readDataToEndOfFile()
         let err = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
