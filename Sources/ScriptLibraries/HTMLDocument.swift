@@ -1,0 +1,125 @@
+internal import CLibXML2
+
+typealias HTMLNode = UnsafeMutablePointer<xmlNode>
+
+/// A page as libxml2's HTML parser recovers it, freed with its owner.
+///
+/// The parser keeps its own limits (no `HTML_PARSE_HUGE`): it stops reading a page at
+/// elements nested 256 deep, so hostile pages stay cheap. It never fetches anything, and HTML
+/// has no entity declarations to expand; character references are decoded as browsers do.
+struct HTMLDocument: ~Copyable {
+    private let document: htmlDocPtr?
+
+    init(parsing page: [UInt8]) {
+        let options = HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue
+            | HTML_PARSE_NONET.rawValue
+        // No encoding given: the parser honours the page's `<meta charset>`.
+        document = page.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { htmlReadMemory($0.baseAddress, Int32(bytes.count), nil, nil, Int32(options)) }
+        }
+    }
+
+    deinit {
+        if let document { xmlFreeDoc(document) }
+    }
+
+    /// The `<html>` element; nil for a page with no content at all.
+    var root: HTMLNode? { document.flatMap { xmlDocGetRootElement($0) } }
+}
+
+/// Visits `root` and everything under it in document order, without recursion (pages
+/// nest deeply). `enter` says whether to visit a node's children; `leave` is called once
+/// a node and its children are done.
+func walk(_ root: HTMLNode, enter: (HTMLNode) -> Bool, leave: (HTMLNode) -> Void = { _ in }) {
+    var node = root
+    while true {
+        if enter(node), let child = node.pointee.children {
+            node = child
+            continue
+        }
+        while true {
+            leave(node)
+            if node == root { return }
+            if let next = node.pointee.next {
+                node = next
+                break
+            }
+            node = node.pointee.parent
+        }
+    }
+}
+
+/// The element's lower-case tag name (the parser lower-cases them), or nil for other nodes.
+func elementName(_ node: HTMLNode) -> String? {
+    node.pointee.type == XML_ELEMENT_NODE ? String(cString: node.pointee.name) : nil
+}
+
+/// An attribute's value (names are lower-case), nil when the element has no such attribute.
+func attribute(_ element: HTMLNode, _ name: String) -> [UInt8]? {
+    var property = element.pointee.properties
+    while let current = property {
+        if String(cString: current.pointee.name) == name {
+            // The parser stores a value as text children of the attribute.
+            return Array(siblings(from: current.pointee.children).compactMap(text).joined())
+        }
+        property = current.pointee.next
+    }
+    return nil
+}
+
+/// The element's children, in order.
+func children(_ element: HTMLNode) -> some Sequence<HTMLNode> {
+    siblings(from: element.pointee.children)
+}
+
+private func siblings(from first: HTMLNode?) -> some Sequence<HTMLNode> {
+    sequence(state: first) { (node: inout HTMLNode?) -> HTMLNode? in
+        defer { node = node?.pointee.next }
+        return node
+    }
+}
+
+/// The element's own text: its text children joined, not the text of elements inside it
+/// (the parser nests unclosed elements, and reading their text too would repeat work).
+func ownText(_ element: HTMLNode) -> [UInt8] {
+    Array(children(element).compactMap(text).joined())
+}
+
+/// The content of a text node; nil for other nodes.
+func text(_ node: HTMLNode) -> [UInt8]? {
+    guard node.pointee.type == XML_TEXT_NODE, let content = node.pointee.content else { return nil }
+    return Array(UnsafeBufferPointer(start: content, count: Int(xmlStrlen(content))))
+}
+
+/// Text with runs of white space (no-break spaces too) made single spaces, and trimmed.
+struct CollapsedText {
+    private(set) var bytes: [UInt8] = []
+    private var pendingSpace = false
+
+    /// Separates what comes next from what came before, as a block boundary does.
+    mutating func breakWords() {
+        pendingSpace = !bytes.isEmpty
+    }
+
+    mutating func append(_ text: [UInt8]) {
+        var index = 0
+        while index < text.count {
+            switch text[index] {
+            case let byte where isASCIIWhitespace(byte):
+                breakWords()
+            case 0xC2 where index + 1 < text.count && text[index + 1] == 0xA0:
+                breakWords()
+                index += 1
+            case let byte:
+                if pendingSpace { bytes.append(0x20) }
+                pendingSpace = false
+                bytes.append(byte)
+            }
+            index += 1
+        }
+    }
+}
+
+func isASCIIWhitespace(_ byte: UInt8) -> Bool {
+    byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0C || byte == 0x0D
+}

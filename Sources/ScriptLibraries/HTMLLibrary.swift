@@ -1,0 +1,237 @@
+internal import CLibXML2
+import HotspotNetwork
+public import LuaSandbox
+
+/// `html.forms(page, base_url)`, `html.text(page)` and `html.meta_refresh(page [, base_url])`.
+///
+/// Pages are read by libxml2's tolerant HTML parser, as a browser would recover them,
+/// never matched with patterns. Every function is linear in the size of the page.
+public enum HTMLLibrary {
+    static let maximumPageSize = 4 << 20
+    static let maximumForms = 64
+    static let maximumFieldsPerForm = 256
+
+    public static let module = HostModule("html", functions: [
+        ("forms", { (call: borrowing HostCall) throws -> [LuaValue] in
+            let page = try document(call)
+            return [.table(LuaTable(array: forms(in: page, baseURL: try call.string(1))))]
+        }),
+        ("text", { (call: borrowing HostCall) throws -> [LuaValue] in
+            [.string(visibleText(of: try document(call)))]
+        }),
+        ("meta_refresh", { (call: borrowing HostCall) throws -> [LuaValue] in
+            let page = try document(call)
+            return [metaRefresh(in: page, baseURL: call[1].isNil ? nil : try call.string(1))]
+        }),
+    ])
+
+    private static func document(_ call: borrowing HostCall) throws -> HTMLDocument {
+        let page = try call.bytes(0)
+        guard page.count <= maximumPageSize else {
+            throw HostError("\(call.functionName): the page is larger than \(maximumPageSize >> 20) MiB")
+        }
+        return HTMLDocument(parsing: page)
+    }
+
+    // MARK: Forms
+
+    private static func forms(in document: borrowing HTMLDocument, baseURL: String) -> [LuaValue] {
+        guard let root = document.root else { return [] }
+        var forms: [HTMLNode] = []
+        var controls: [(element: HTMLNode, kind: String, form: Int?)] = []
+        var openForm: HTMLNode?
+        var baseHref: [UInt8]?
+        walk(root, enter: { node in
+            switch elementName(node) {
+            case "form"? where openForm == nil:
+                // Browsers ignore a form inside a form, so its fields belong to the outer one.
+                openForm = node
+                forms.append(node)
+            case let kind? where ["input", "select", "textarea", "button"].contains(kind):
+                controls.append((node, kind, openForm == nil ? nil : forms.count - 1))
+            case "base"? where baseHref == nil:
+                baseHref = attribute(node, "href")
+            default:
+                break
+            }
+            return true
+        }, leave: { node in
+            if node == openForm { openForm = nil }
+        })
+
+        forms = Array(forms.prefix(maximumForms))
+        var formsByID: [[UInt8]: Int] = [:]
+        for (index, form) in forms.enumerated() {
+            if let id = attribute(form, "id"), formsByID[id] == nil { formsByID[id] = index }
+        }
+        var fields = [[LuaValue]](repeating: [], count: forms.count)
+        for control in controls {
+            // A `form` attribute names the owner, wherever the control is (an unknown id: none).
+            let owner = attribute(control.element, "form").map { formsByID[$0] } ?? control.form
+            guard let owner, owner < forms.count, fields[owner].count < maximumFieldsPerForm,
+                  let field = field(control.element, kind: control.kind) else { continue }
+            fields[owner].append(field)
+        }
+
+        let base = documentBase(baseURL, href: baseHref)
+        return zip(forms, fields).map { form, fields in
+            var table = LuaTable()
+            let action = urlText(attribute(form, "action") ?? [])
+            table["action"] = .text(action.isEmpty ? baseURL : base.resolving(URLReference(action)).text)
+            table["method"] = attribute(form, "method").map(asciiLowercased) == Array("post".utf8) ? "post" : "get"
+            table["id"] = attribute(form, "id").map(LuaValue.string) ?? nil
+            table["name"] = attribute(form, "name").map(LuaValue.string) ?? nil
+            table["fields"] = .table(LuaTable(array: fields))
+            return .table(table)
+        }
+    }
+
+    /// `{ name, type, value, checked }`; nil for a button without a name, which submits nothing.
+    private static func field(_ element: HTMLNode, kind: String) -> LuaValue? {
+        var field = LuaTable()
+        field["name"] = attribute(element, "name").map(LuaValue.string) ?? nil
+        switch kind {
+        case "input":
+            let type = fieldType(element, default: "text")
+            field["type"] = .text(type)
+            if type == "checkbox" || type == "radio" {
+                // What browsers send for a checked box without a value.
+                field["value"] = .string(attribute(element, "value") ?? Array("on".utf8))
+                field["checked"] = .boolean(attribute(element, "checked") != nil)
+            } else {
+                field["value"] = .string(attribute(element, "value") ?? [])
+            }
+        case "select":
+            field["type"] = "select"
+            field["value"] = .string(selectedValue(element))
+        case "textarea":
+            field["type"] = "textarea"
+            // Browsers drop the line break (LF, CR LF or CR) that follows `<textarea>`.
+            var value = ownText(element)
+            if value.first == 0x0D { value.removeFirst() }
+            if value.first == 0x0A { value.removeFirst() }
+            field["value"] = .string(value)
+        default:
+            guard !field["name"].isNil else { return nil }
+            field["type"] = .text(fieldType(element, default: "submit"))
+            field["value"] = .string(attribute(element, "value") ?? [])
+        }
+        return .table(field)
+    }
+
+    private static func fieldType(_ element: HTMLNode, default defaultType: String) -> String {
+        let type = asciiLowercased(attribute(element, "type") ?? [])
+        return type.isEmpty ? defaultType : String(decoding: type, as: UTF8.self)
+    }
+
+    /// The value of the first option marked selected, else of the first option, else "".
+    /// Options are the select's children and its optgroups' children.
+    private static func selectedValue(_ select: HTMLNode) -> [UInt8] {
+        let options = children(select)
+            .flatMap { elementName($0) == "optgroup" ? Array(children($0)) : [$0] }
+            .filter { elementName($0) == "option" }
+        guard let option = options.first(where: { attribute($0, "selected") != nil }) ?? options.first else { return [] }
+        if let value = attribute(option, "value") { return value }
+        var label = CollapsedText()
+        label.append(ownText(option))
+        return label.bytes
+    }
+
+    // MARK: Text
+
+    /// Elements whose text a reader does not see.
+    private static let hiddenElements: Set = ["head", "title", "script", "style", "template"]
+    /// Elements that run on within a line; every other element separates words.
+    private static let inlineElements: Set = [
+        "a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "font", "i", "kbd", "label", "mark",
+        "q", "s", "samp", "small", "span", "strike", "strong", "sub", "sup", "time", "tt", "u", "var",
+    ]
+
+    private static func visibleText(of document: borrowing HTMLDocument) -> [UInt8] {
+        guard let root = document.root else { return [] }
+        var collected = CollapsedText()
+        walk(root, enter: { node in
+            if let content = text(node) { collected.append(content) }
+            guard let name = elementName(node) else { return false }
+            if !inlineElements.contains(name) { collected.breakWords() }
+            return !hiddenElements.contains(name)
+        }, leave: { node in
+            if let name = elementName(node), !inlineElements.contains(name) { collected.breakWords() }
+        })
+        return collected.bytes
+    }
+
+    // MARK: Meta refresh
+
+    /// `{ delay, url }` from the first valid `<meta http-equiv="refresh">`, or nil.
+    private static func metaRefresh(in document: borrowing HTMLDocument, baseURL: String?) -> LuaValue {
+        guard let root = document.root else { return nil }
+        var refresh: (delay: Int64, url: [UInt8]?)?
+        var baseHref: [UInt8]?
+        walk(root, enter: { node in
+            switch elementName(node) {
+            case "meta"? where refresh == nil:
+                if attribute(node, "http-equiv").map(asciiLowercased) == Array("refresh".utf8) {
+                    refresh = parseRefresh(attribute(node, "content") ?? [])
+                }
+            case "base"? where baseHref == nil:
+                baseHref = attribute(node, "href")
+            default:
+                break
+            }
+            return true
+        })
+        guard let refresh else { return nil }
+        var table = LuaTable()
+        table["delay"] = .integer(refresh.delay)
+        if let url = refresh.url.map(urlText), !url.isEmpty {
+            table["url"] = .text(baseURL.map { documentBase($0, href: baseHref).resolving(URLReference(url)).text } ?? url)
+        }
+        return .table(table)
+    }
+
+    /// A refresh's `content`, read as HTML's declarative refresh steps read it: a delay
+    /// (any fraction ignored), then optionally `;` or `,`, `URL=` and a URL, perhaps quoted.
+    /// Nil when there is no delay.
+    private static func parseRefresh(_ content: [UInt8]) -> (delay: Int64, url: [UInt8]?)? {
+        let isDigit = { (byte: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
+        var rest = content[...].drop(while: isASCIIWhitespace)
+        let digits = rest.prefix(while: isDigit)
+        guard !digits.isEmpty || rest.first == UInt8(ascii: ".") else { return nil }
+        let delay = digits.isEmpty ? 0 : Int64(String(decoding: digits, as: UTF8.self)) ?? .max
+        rest = rest.drop(while: { isDigit($0) || $0 == UInt8(ascii: ".") }).drop(while: isASCIIWhitespace)
+        if rest.first == UInt8(ascii: ";") || rest.first == UInt8(ascii: ",") { rest = rest.dropFirst() }
+        var url = rest.drop(while: isASCIIWhitespace)
+        guard !url.isEmpty else { return (delay, nil) }
+        if asciiLowercased(url.prefix(3)) == Array("url".utf8) {
+            let afterName = url.dropFirst(3).drop(while: isASCIIWhitespace)
+            // `URL` not followed by `=` is the start of the URL itself.
+            guard afterName.first == UInt8(ascii: "=") else { return (delay, Array(url)) }
+            url = afterName.dropFirst().drop(while: isASCIIWhitespace)
+        }
+        if let quote = url.first, quote == UInt8(ascii: "'") || quote == UInt8(ascii: "\"") {
+            url = url.dropFirst().prefix { $0 != quote }
+        }
+        return (delay, Array(url))
+    }
+
+    // MARK: Helpers
+
+    /// The URL relative ones resolve against: the page's own, or its `<base href>`.
+    private static func documentBase(_ baseURL: String, href: [UInt8]?) -> URLReference {
+        let page = URLReference(baseURL)
+        return href.map { page.resolving(URLReference(urlText($0))) } ?? page
+    }
+
+    /// A URL attribute as browsers read it: tabs and newlines dropped, spaces and control
+    /// characters trimmed from both ends.
+    private static func urlText(_ bytes: [UInt8]) -> String {
+        let kept = bytes.filter { $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
+        guard let first = kept.firstIndex(where: { $0 > 0x20 }), let last = kept.lastIndex(where: { $0 > 0x20 }) else { return "" }
+        return String(decoding: kept[first...last], as: UTF8.self)
+    }
+
+    private static func asciiLowercased(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        bytes.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 + 32 : $0 }
+    }
+}
