@@ -41,14 +41,20 @@ struct PortalRequest: Sendable {
     }
 }
 
-/// The request context: the client's address, taken from the connection.
+/// The request context: both ends of the connection.
 struct PortalRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
+    /// The client's IP address.
     let client: String
+    /// The address and port the connection came to, for a request without a Host header.
+    let localAuthority: String
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         client = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        let local = source.channel.localAddress
+        let address = local?.ipAddress ?? "localhost"
+        localAuthority = (address.contains(":") ? "[\(address)]" : address) + ":\(local?.port ?? 80)"
     }
 }
 
@@ -60,8 +66,6 @@ struct PortalResponder: HTTPResponder {
     let behavior: any PortalBehavior
     let state: PortalState
     let latency: Duration
-    /// The listening address and port, for a request without a Host header.
-    let listeningAuthority: String
     let requestLog: (@Sendable (String) -> Void)?
 
     func respond(to request: Request, context: PortalRequestContext) async throws -> Response {
@@ -73,7 +77,7 @@ struct PortalResponder: HTTPResponder {
             response = route(PortalRequest(
                 method: request.method, path: uri.path, query: FormEncoding.decode(uri.query ?? ""),
                 form: FormEncoding.decode(String(buffer: body)), cookies: request.cookies,
-                authority: request.head.authority ?? listeningAuthority, client: context.client,
+                authority: request.head.authority ?? context.localAuthority, client: context.client,
                 now: .now))
         } else {
             response = .html(Pages.page(title: "Too large", body: "<p>The request body is too large.</p>"), status: .contentTooLarge)

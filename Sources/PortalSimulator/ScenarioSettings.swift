@@ -1,8 +1,9 @@
 /// The knobs of the scenarios. Each scenario reads the ones it needs; a knob left `nil`
 /// takes the running scenario's own default.
 public struct ScenarioSettings: Sendable, Hashable {
-    /// The credentials of `credentials` and `wispr`.
+    /// The username `credentials` and `wispr` accept.
     public var username = "guest"
+    /// The password `credentials` and `wispr` accept.
     public var password = "aroma-2026"
     /// The venue's name, shown on the pages and in WISPr's LocationName.
     public var venueName = "Aroma Cafe"

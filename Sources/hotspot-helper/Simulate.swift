@@ -18,6 +18,7 @@ struct Simulate: AsyncParsableCommand {
             Example:
               hotspot-helper simulate --scenario credentials --port 8080 --dns-port 5353
               curl -i http://127.0.0.1:8080/generate_204
+              dig @127.0.0.1 -p 5353 portal.aroma.example
 
             Exit status: 0 after a clean stop, 1 when a server cannot start, 2 for usage \
             errors such as an unknown scenario. See docs/SIMULATOR.md for every scenario.
