@@ -2,7 +2,7 @@ import Foundation
 import PortalSimulator
 import Testing
 
-@Suite struct FormPortalTests {
+@Suite(.serialized) struct FormPortalTests {
     @Test func everyScenarioHasAUniqueNameAndADescription() {
         #expect(Set(Scenario.all.map(\.name)).count == Scenario.all.count)
         #expect(Scenario.all.map(\.name) == [
@@ -104,12 +104,12 @@ import Testing
 
     @Test func sessionExpiryMakesTheProbeCaptiveAgain() async throws {
         var settings = ScenarioSettings()
-        settings.sessionLength = .milliseconds(800)
+        settings.sessionLength = .milliseconds(1500)
         try await withPortal(.sessionExpiry, settings: settings) { portal async throws in
             let device = Device(portal)
             #expect(try await device.post("/login", [("accept_terms", "yes")]).status == 200)
             #expect(try await device.get("/generate_204").status == 204)
-            try await Task.sleep(for: .milliseconds(900))
+            try await Task.sleep(for: .milliseconds(1500))  // counted from after the login
             #expect(try await device.get("/generate_204").status == 302)
             #expect(try await device.post("/login", [("accept_terms", "yes")]).status == 200)
             #expect(try await device.get("/generate_204").status == 204)

@@ -5,7 +5,7 @@ import FoundationXML
 import PortalSimulator
 import Testing
 
-@Suite struct HostilePortalTests {
+@Suite(.serialized) struct HostilePortalTests {
     @Test func gzipBombIsSmallAndInflatesPast64MiB() async throws {
         try await withPortal(.hostile) { portal async throws in
             let bomb = try await Device(portal).get("/gzip-bomb")

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// Starting and stopping, several portals at once, and the DNS responder.
-@Suite struct LifecycleTests {
+@Suite(.serialized) struct LifecycleTests {
     @Test func severalScenariosRunSideBySideAndStopCleanly() async throws {
         let clickThrough = try await SimulatedPortal.start(.clickThrough)
         let credentials = try await SimulatedPortal.start(.credentials)
@@ -36,10 +36,10 @@ import Glibc
         let clock = ContinuousClock()
         let stopping = clock.now
         await portal.stop()
-        #expect(stopping.duration(to: clock.now) < .seconds(1))
+        // Sooner than the 2 s after which busy connections are cancelled: the drip ended itself.
+        #expect(stopping.duration(to: clock.now) < .milliseconds(1500))
         let dripped = try await drip
-        #expect(dripped.status == 200 && dripped.body.count < 20)
-        #expect(stopping.duration(to: clock.now) < .seconds(2))
+        #expect(dripped.status == 200 && dripped.body.count < 40)  // well before curl's 5 s
     }
 
     @Test func dnsAnswersEveryAQueryWithTheListeningAddress() async throws {

