@@ -1,1 +1,0 @@
-// The portal simulator lands here (issue 6).

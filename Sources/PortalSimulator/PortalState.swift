@@ -1,0 +1,76 @@
+import Synchronization
+
+/// What one running portal remembers. Clients are keyed by IP address, as real portals key
+/// on the device: connectivity probes carry no cookies.
+final class PortalState: Sendable {
+    private let clients = Mutex<[String: Client]>([:])
+    /// `credentials`: the CSRF token of each session cookie its login page handed out.
+    private let csrfTokens = Mutex<[String: String]>([:])
+    private let stopping = Atomic<Bool>(false)
+
+    /// Set when the portal stops, so endless bodies (`/drip`, `/huge`) end and let the
+    /// server shut down.
+    var isStopping: Bool { stopping.load(ordering: .relaxed) }
+
+    func beginStopping() { stopping.store(true, ordering: .relaxed) }
+
+    /// Reads or changes one client's record atomically.
+    func withClient<Result>(_ address: String, _ body: (inout Client) -> Result) -> Result {
+        clients.withLock { body(&$0[address, default: Client()]) }
+    }
+
+    func isLoggedIn(_ address: String, at now: ContinuousClock.Instant) -> Bool {
+        withClient(address) { $0.isLoggedIn(at: now) }
+    }
+
+    func logOut(_ address: String) {
+        withClient(address) { $0.login = .none }
+    }
+
+    func csrfToken(forCookie cookie: String) -> String? {
+        csrfTokens.withLock { $0[cookie] }
+    }
+
+    func setCSRFToken(_ token: String, forCookie cookie: String) {
+        csrfTokens.withLock { $0[cookie] = token }
+    }
+}
+
+/// One client's record.
+struct Client {
+    enum Login: Equatable {
+        case none
+        case untilLogoff
+        case until(ContinuousClock.Instant)
+    }
+
+    var login = Login.none
+    /// `flaky`: logins refused so far.
+    var refusedLogins = 0
+    /// `rate-limited`: when the previous login attempt came.
+    var previousLoginAttempt: ContinuousClock.Instant?
+    /// `redirect-chain`: the ticket the auth host issued, which the login form must carry back.
+    var ticket: String?
+    /// `wispr`: when a pending (201) login completes.
+    var pendingLoginCompletes: ContinuousClock.Instant?
+
+    func isLoggedIn(at now: ContinuousClock.Instant) -> Bool {
+        switch login {
+        case .none: false
+        case .untilLogoff: true
+        case .until(let end): now < end
+        }
+    }
+
+    /// Time left of a login that runs out, nil for none or one that lasts until logoff.
+    func remaining(at now: ContinuousClock.Instant) -> Duration? {
+        guard case .until(let end) = login, now < end else { return nil }
+        return now.duration(to: end)
+    }
+
+    /// Logs in for `length` from `now` (until logoff when nil); a login while logged in
+    /// starts the length afresh.
+    mutating func logIn(for length: Duration?, at now: ContinuousClock.Instant) {
+        login = length.map { .until(now + $0) } ?? .untilLogoff
+    }
+}

@@ -1,0 +1,130 @@
+/// One kind of captive portal the simulator can play, described for people: operators
+/// pick one by `name` and test their script against `expectedHelper`.
+public struct Scenario: Sendable, Hashable, CustomStringConvertible {
+    /// The name on the command line (`simulate --scenario NAME`); stable, user-facing.
+    public let name: String
+    /// One line saying what the portal does.
+    public let summary: String
+    /// What a correct helper does with this portal.
+    public let expectedHelper: String
+
+    let kind: Kind
+
+    public var description: String { name }
+
+    /// Every scenario, in the order `simulate --list` shows them.
+    public static let all: [Scenario] = [
+        .clickThrough, .credentials, .email, .redirectChain, .sessionExpiry, .flaky, .slow, .rateLimited, .wispr,
+        .capport, .hostile,
+    ]
+
+    /// The scenario called `name`, if there is one.
+    public static func named(_ name: String) -> Scenario? {
+        all.first { $0.name == name }
+    }
+
+    enum Kind: Sendable, Hashable {
+        case clickThrough, credentials, email, redirectChain, sessionExpiry, flaky, slow, rateLimited, wispr, capport
+        case hostile
+    }
+
+    public static let clickThrough = Scenario(
+        name: "click-through", summary: "A terms checkbox; posting the form with the box checked logs in.",
+        expectedHelper: """
+            Follows the probe's 302 to /login, posts the form with accept_terms=yes, and answers \
+            authenticate with success once the probe answers 204.
+            """,
+        kind: .clickThrough)
+
+    public static let credentials = Scenario(
+        name: "credentials",
+        summary: "Username and password, a hidden CSRF field and a session cookie set by the login page.",
+        expectedHelper: """
+            Loads /login keeping its cookie, posts username, password and the page's csrf_token with that \
+            cookie, and answers success. With wrong or no saved credentials (401 and the form again) it \
+            answers ui_required rather than retrying blindly.
+            """,
+        kind: .credentials)
+
+    public static let email = Scenario(
+        name: "email", summary: "An email address only; it must look like one.",
+        expectedHelper: """
+            Posts a well-formed address (a saved one, or ui_required when it has none); a 400 means \
+            the address was refused and retrying the same one is pointless.
+            """,
+        kind: .email)
+
+    public static let redirectChain = Scenario(
+        name: "redirect-chain",
+        summary: "302s across two hosts (auth., then login.), relative and absolute, and a 303 after the POST.",
+        expectedHelper: """
+            Follows every redirect, resolving relative Locations against the current URL and switching \
+            hosts (all within its hosts patterns), carries the ticket from the chain into the form, \
+            follows the 303 with a GET, and answers success.
+            """,
+        kind: .redirectChain)
+
+    public static let sessionExpiry = Scenario(
+        name: "session-expiry", summary: "A click-through login that lasts a few seconds, then the probe is captive again.",
+        expectedHelper: """
+            Logs in as for click-through; in maintain it probes, and when the probe is captive again it \
+            answers authentication_required (or logs in again itself) instead of success.
+            """,
+        kind: .sessionExpiry)
+
+    public static let flaky = Scenario(
+        name: "flaky", summary: "A click-through whose first logins fail with 503.",
+        expectedHelper: """
+            Treats 503 as transient: retries with a short backoff within its deadline and answers \
+            success; answers temporary_failure if the deadline comes first.
+            """,
+        kind: .flaky)
+
+    public static let slow = Scenario(
+        name: "slow", summary: "A click-through where every response is delayed.",
+        expectedHelper: """
+            Logs in as for click-through with timeouts long enough for the delay but well inside the \
+            command's deadline, and does not send a request twice because the first was slow.
+            """,
+        kind: .slow)
+
+    public static let rateLimited = Scenario(
+        name: "rate-limited",
+        summary: "Logins closer than a second apart get 429 with Retry-After: 1; the first one always does.",
+        expectedHelper: """
+            On 429 waits the Retry-After seconds before posting again (once), and answers success; a \
+            helper that retries at once is refused for as long as it keeps doing so.
+            """,
+        kind: .rateLimited)
+
+    public static let wispr = Scenario(
+        name: "wispr",
+        summary: "WISPr 1.0 smart-client login: XML in the probe's redirect page, optionally a Proxy step and a pending login.",
+        expectedHelper: """
+            Reads the WISPAccessGatewayParam from the probe's 302 page (following a Proxy NextURL first \
+            when there is one), posts UserName and Password to LoginURL, polls LoginResultsURL after Delay \
+            on ResponseCode 201, answers success on 50, ui_required on 100, and keeps LogoffURL for logoff.
+            """,
+        kind: .wispr)
+
+    public static let capport = Scenario(
+        name: "capport",
+        summary: "The RFC 8908 Captive Portal API at /capport-api, a click-through portal and a session that runs out.",
+        expectedHelper: """
+            Reads /capport-api (application/captive+json); while captive, logs in at user-portal-url; in \
+            maintain, when seconds-remaining is low and can-extend-session is true, logs in again to \
+            extend the session before it runs out.
+            """,
+        kind: .capport)
+
+    public static let hostile = Scenario(
+        name: "hostile",
+        summary: "Huge, compressed-bomb, dripping, looping, malformed and pathological responses, and a messy login form.",
+        expectedHelper: """
+            Survives every path within its limits: caps body sizes (compressed and inflated), times out \
+            the drip, stops redirect loops, reports bad XML and JSON as errors, parses the messy /login \
+            tolerantly (ignoring forms in comments, scripts and textareas) and logs in; the process never \
+            hangs or runs out of memory.
+            """,
+        kind: .hostile)
+}

@@ -1,0 +1,34 @@
+/// The knobs of the scenarios. Each scenario reads the ones it needs; a knob left `nil`
+/// takes the running scenario's own default.
+public struct ScenarioSettings: Sendable, Hashable {
+    /// The username `credentials` and `wispr` accept.
+    public var username = "guest"
+    /// The password `credentials` and `wispr` accept.
+    public var password = "aroma-2026"
+    /// The venue's name, shown on the pages and in WISPr's LocationName.
+    public var venueName = "Aroma Cafe"
+    /// How long a login lasts. `nil`: 2 s for `session-expiry`, 30 s for `capport`, until
+    /// logoff for the others.
+    public var sessionLength: Duration?
+    /// How many logins of each client `flaky` refuses with 503 before one succeeds.
+    public var failingLogins = 2
+    /// The delay before every response. `nil`: 1.5 s for `slow`, none for the others.
+    public var latency: Duration?
+    /// `rate-limited` refuses a login that comes sooner than this after the client's previous attempt.
+    public var minimumLoginInterval: Duration = .seconds(1)
+    /// `wispr`: the probe answers a Proxy message (110) whose NextURL leads to the Redirect.
+    public var wisprProxyStep = false
+    /// `wispr`: a login answers 201 (pending) and its LoginResultsURL answers 50 once this many
+    /// seconds have passed; `nil` for an immediate answer.
+    public var wisprPendingDelay: Int?
+
+    public init() {}
+
+    func sessionLength(for kind: Scenario.Kind) -> Duration? {
+        sessionLength ?? (kind == .sessionExpiry ? .seconds(2) : kind == .capport ? .seconds(30) : nil)
+    }
+
+    func latency(for kind: Scenario.Kind) -> Duration {
+        latency ?? (kind == .slow ? .milliseconds(1500) : .zero)
+    }
+}

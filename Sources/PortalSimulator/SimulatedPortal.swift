@@ -1,0 +1,137 @@
+import Hummingbird
+import Logging
+import ServiceLifecycle
+
+/// Why the simulator could not start.
+public enum SimulatorError: Error, CustomStringConvertible {
+    case notAnIPv4Address(String)
+    /// The HTTP server ended before it listened, without saying why.
+    case serverEndedBeforeListening
+
+    public var description: String {
+        switch self {
+        case .notAnIPv4Address(let text): "\"\(text)\" is not an IPv4 address"
+        case .serverEndedBeforeListening: "the HTTP server ended before it listened"
+        }
+    }
+}
+
+/// One scenario served on a real HTTP server, with its own sessions, and optionally its DNS
+/// hijack. Several run side by side in one process, each on its own port.
+///
+/// ```swift
+/// let portal = try await SimulatedPortal.start(.credentials, port: 0, dnsPort: 0)
+/// // a script fetches http://portal.aroma.example:\(portal.port)/generate_204,
+/// // resolving the name through 127.0.0.1:\(portal.dns!.port)
+/// await portal.stop()
+/// ```
+public final class SimulatedPortal: Sendable {
+    public let scenario: Scenario
+    public let settings: ScenarioSettings
+    /// The address the HTTP server listens on.
+    public let host: String
+    /// The HTTP port it listens on (the one picked, when started with port 0).
+    public let port: Int
+    /// The scenario's DNS hijack, when one was asked for.
+    public let dns: DNSResponder?
+
+    private let state: PortalState
+    private let serviceGroup: ServiceGroup
+    private let server: Task<Void, any Error>
+
+    /// The portal's root URL, such as `http://127.0.0.1:8080/`.
+    public var url: String {
+        "http://\(host.contains(":") ? "[\(host)]" : host):\(port)/"
+    }
+
+    private init(
+        scenario: Scenario, settings: ScenarioSettings, host: String, port: Int, dns: DNSResponder?, state: PortalState,
+        serviceGroup: ServiceGroup, server: Task<Void, any Error>
+    ) {
+        self.scenario = scenario
+        self.settings = settings
+        self.host = host
+        self.port = port
+        self.dns = dns
+        self.state = state
+        self.serviceGroup = serviceGroup
+        self.server = server
+    }
+
+    /// Starts serving `scenario` on `host`:`port`, and returns once it listens.
+    /// - Parameters:
+    ///   - port: The HTTP port; 0 picks a free one.
+    ///   - dnsPort: Starts a `DNSResponder` on `host` at this UDP port (0 picks one); nil for none.
+    ///   - dnsAnswer: The address the DNS responder answers; by default `host` when it is an
+    ///     IPv4 address other than 0.0.0.0, otherwise 127.0.0.1.
+    ///   - requestLog: Called with one line per request: scenario, client, method, path, status.
+    public static func start(
+        _ scenario: Scenario, host: String = "127.0.0.1", port: Int = 0, settings: ScenarioSettings = .init(),
+        dnsPort: Int? = nil, dnsAnswer: String? = nil, requestLog: (@Sendable (String) -> Void)? = nil
+    ) async throws -> SimulatedPortal {
+        let state = PortalState()
+        let logger = Logger(label: "PortalSimulator") { _ in SwiftLogNoOpLogHandler() }
+        let (listeningPorts, listening) = AsyncStream.makeStream(of: Int.self)
+        let responder = PortalResponder(
+            scenarioName: scenario.name, behavior: behavior(of: scenario, state: state, settings: settings), state: state,
+            latency: settings.latency(for: scenario.kind), requestLog: requestLog)
+        let application = Application(
+            responder: responder, configuration: .init(address: .hostname(host, port: port)),
+            onServerRunning: { channel in
+                listening.yield(channel.localAddress?.port ?? port)
+                listening.finish()
+            },
+            logger: logger)
+        var configuration = ServiceGroupConfiguration(services: [application], logger: logger)
+        // Connections still busy after this are cancelled rather than waited for.
+        configuration.maximumGracefulShutdownDuration = .seconds(2)
+        let serviceGroup = ServiceGroup(configuration: configuration)
+        let server = Task {
+            defer { listening.finish() }
+            try await serviceGroup.run()
+        }
+        guard let actualPort = await listeningPorts.first(where: { _ in true }) else {
+            try await server.value
+            throw SimulatorError.serverEndedBeforeListening
+        }
+        var dns: DNSResponder?
+        do {
+            if let dnsPort { dns = try await DNSResponder.start(host: host, port: dnsPort, answer: dnsAnswer) }
+        } catch {
+            await serviceGroup.triggerGracefulShutdown()
+            _ = await server.result
+            throw error
+        }
+        return SimulatedPortal(
+            scenario: scenario, settings: settings, host: host, port: actualPort, dns: dns, state: state,
+            serviceGroup: serviceGroup, server: server)
+    }
+
+    /// Stops the HTTP server (endless responses end, open connections close) and the DNS
+    /// responder, and returns once both have. Stopping twice is harmless.
+    public func stop() async {
+        state.beginStopping()
+        await serviceGroup.triggerGracefulShutdown()
+        _ = await server.result
+        await dns?.stop()
+    }
+
+    private static func behavior(of scenario: Scenario, state: PortalState, settings: ScenarioSettings) -> any PortalBehavior {
+        let sessionLength = settings.sessionLength(for: scenario.kind)
+        func clickThrough(_ gate: ClickThroughPortal.Gate) -> ClickThroughPortal {
+            ClickThroughPortal(state: state, venue: settings.venueName, gate: gate, sessionLength: sessionLength)
+        }
+        switch scenario.kind {
+        case .clickThrough, .sessionExpiry, .slow: return clickThrough(.none)
+        case .flaky: return clickThrough(.flaky(count: settings.failingLogins))
+        case .rateLimited: return clickThrough(.rateLimited(interval: settings.minimumLoginInterval))
+        case .credentials: return CredentialsPortal(state: state, settings: settings)
+        case .email: return EmailPortal(state: state, settings: settings)
+        case .redirectChain: return RedirectChainPortal(state: state, settings: settings)
+        case .wispr: return WISPrPortal(state: state, settings: settings)
+        case .capport:
+            return CaptivePortalAPIPortal(state: state, venue: settings.venueName, sessionLength: sessionLength)
+        case .hostile: return HostilePortal(state: state, settings: settings)
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import ArgumentParser
+import Foundation
+import PortalSimulator
+
+struct Simulate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Runs simulated captive portals to develop and test venue scripts against.",
+        discussion: """
+            Each scenario is a real HTTP server on its own port with per-client sessions (keyed \
+            by the client's IP address): its probe URLs (/generate_204, /hotspot-detect.html) \
+            answer 204 or 200 once the client is logged in and a 302 to the login page before, \
+            and /logout ends the session. Without --scenario every scenario runs, on \
+            consecutive ports from --port. With --dns-port a DNS responder answers every A \
+            query with the listening address, so scripts can use names such as \
+            portal.aroma.example. Each request is logged on standard error. Runs until \
+            interrupted (SIGINT or SIGTERM), then stops cleanly.
+
+            Example:
+              hotspot-helper simulate --scenario credentials --port 8080 --dns-port 5353
+              curl -i http://127.0.0.1:8080/generate_204
+              dig @127.0.0.1 -p 5353 portal.aroma.example
+
+            Exit status: 0 after a clean stop, 1 when a server cannot start, 2 for usage \
+            errors such as an unknown scenario. See docs/SIMULATOR.md for every scenario.
+            """)
+
+    @Option(help: ArgumentHelp("The scenario to run (default: all of them).", valueName: "name"))
+    var scenario: String?
+
+    @Option(help: ArgumentHelp("The address to listen on.", valueName: "address"))
+    var host = "127.0.0.1"
+
+    @Option(help: ArgumentHelp("The HTTP port of the first scenario; 0 picks free ports.", valueName: "port"))
+    var port = 8080
+
+    @Option(name: .customLong("dns-port"), help: ArgumentHelp("Also answer DNS on this UDP port; 0 picks a free one.", valueName: "port"))
+    var dnsPort: Int?
+
+    @Flag(help: "Print the scenarios and what each does, and exit.")
+    var list = false
+
+    func validate() throws {
+        if let scenario, Scenario.named(scenario) == nil {
+            throw ValidationError(
+                "unknown scenario \"\(scenario)\"; the scenarios are: \(Scenario.all.map(\.name).joined(separator: ", "))")
+        }
+        let count = scenario == nil ? Scenario.all.count : 1
+        guard port == 0 || (1...65536 - count).contains(port) else {
+            throw ValidationError("--port must be 0, or leave room for \(count) consecutive ports below 65536")
+        }
+        if let dnsPort, !(0...65535).contains(dnsPort) {
+            throw ValidationError("--dns-port must be between 0 and 65535")
+        }
+    }
+
+    func run() async throws {
+        if list {
+            let width = Scenario.all.map(\.name.count).max() ?? 0
+            for scenario in Scenario.all {
+                print(scenario.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + scenario.summary)
+            }
+            return
+        }
+        let scenarios = scenario.flatMap(Scenario.named).map { [$0] } ?? Scenario.all
+        let termination = TerminationSignals()
+        var portals: [SimulatedPortal] = []
+        var dns: DNSResponder?
+        var starting = ""
+        do {
+            for (index, scenario) in scenarios.enumerated() {
+                starting = scenario.name
+                portals.append(try await SimulatedPortal.start(
+                    scenario, host: host, port: port == 0 ? 0 : port + index, requestLog: { Self.writeError($0) }))
+            }
+            starting = "the DNS responder"
+            if let dnsPort { dns = try await DNSResponder.start(host: host, port: dnsPort) }
+        } catch {
+            await stop(portals, dns)
+            Self.writeError("cannot start \(starting): \(error)")
+            throw ExitCode(1)
+        }
+        let width = scenarios.map(\.name.count).max() ?? 0
+        for portal in portals {
+            Self.writeOutput(portal.scenario.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + portal.url)
+        }
+        if let dns {
+            Self.writeOutput(
+                "dns".padding(toLength: width + 2, withPad: " ", startingAt: 0) + "udp://\(host):\(dns.port) answers \(dns.answer)")
+        }
+        await termination.wait()
+        await stop(portals, dns)
+    }
+
+    private func stop(_ portals: [SimulatedPortal], _ dns: DNSResponder?) async {
+        await withTaskGroup(of: Void.self) { group in
+            for portal in portals { group.addTask { await portal.stop() } }
+            if let dns { group.addTask { await dns.stop() } }
+        }
+    }
+
+    /// Written at once, unbuffered: whoever started the simulator reads the URLs as they come.
+    private static func writeOutput(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    private static func writeError(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+}
+
+/// SIGINT and SIGTERM, caught instead of ending the process, so servers stop cleanly.
+private struct TerminationSignals {
+    private let sources: [any DispatchSourceSignal]
+    private let signals: AsyncStream<Void>
+
+    init() {
+        let (signals, continuation) = AsyncStream.makeStream(of: Void.self)
+        self.signals = signals
+        sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield() }
+            source.resume()
+            return source
+        }
+    }
+
+    /// Returns at the first signal.
+    func wait() async {
+        for await _ in signals { break }
+        sources.forEach { $0.cancel() }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import PortalSimulator
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Starting and stopping, several portals at once, and the DNS responder.
+@Suite(.serialized) struct LifecycleTests {
+    @Test func severalScenariosRunSideBySideAndStopCleanly() async throws {
+        let clickThrough = try await SimulatedPortal.start(.clickThrough)
+        let credentials = try await SimulatedPortal.start(.credentials)
+        #expect(clickThrough.port != credentials.port)
+        #expect(clickThrough.url == "http://127.0.0.1:\(clickThrough.port)/")
+        #expect(try await Device(clickThrough).post("/login", [("accept_terms", "yes")]).status == 200)
+        #expect(try await Device(clickThrough).get("/generate_204").status == 204)
+        #expect(try await Device(credentials).get("/generate_204").status == 302)  // its own sessions
+        await clickThrough.stop()
+        await clickThrough.stop()
+        await #expect(throws: (any Error).self) { try await Device(clickThrough).get("/generate_204") }
+        #expect(try await Device(credentials).get("/generate_204").status == 302)
+        await credentials.stop()
+    }
+
+    @Test func aTakenPortIsAnError() async throws {
+        try await withPortal(.clickThrough) { portal async throws in
+            await #expect(throws: (any Error).self) { try await SimulatedPortal.start(.email, port: portal.port) }
+        }
+    }
+
+    @Test func stoppingEndsADripInProgress() async throws {
+        let portal = try await SimulatedPortal.start(.hostile)
+        async let drip = Device(portal).get("/drip", maxTime: 5, extra: ["-N"])
+        try await Task.sleep(for: .milliseconds(300))
+        let clock = ContinuousClock()
+        let stopping = clock.now
+        await portal.stop()
+        // Sooner than the 2 s after which busy connections are cancelled: the drip ended itself.
+        #expect(stopping.duration(to: clock.now) < .milliseconds(1500))
+        let dripped = try await drip
+        #expect(dripped.status == 200 && dripped.body.count < 40)  // well before curl's 5 s
+    }
+
+    @Test func dnsAnswersEveryAQueryWithTheListeningAddress() async throws {
+        try await withPortal(.clickThrough, dnsPort: 0) { portal async throws in
+            let dns = try #require(portal.dns)
+            #expect(dns.answer == "127.0.0.1")
+            for name in ["portal.aroma.example", "connectivitycheck.gstatic.com", "x"] {
+                let reply = try DNSQuery(name: name, type: 1).send(to: dns.port)
+                #expect(reply.answersTheQuery && reply.responseCode == 0)
+                #expect(reply.answerCount == 1)
+                #expect(reply.bytes.suffix(4) == [127, 0, 0, 1])
+            }
+            let aaaa = try DNSQuery(name: "portal.aroma.example", type: 28).send(to: dns.port)
+            #expect(aaaa.answersTheQuery && aaaa.responseCode == 0 && aaaa.answerCount == 0)
+        }
+    }
+
+    @Test func dnsAnswerIsConfigurable() async throws {
+        let dns = try await DNSResponder.start(answer: "127.0.0.9")
+        let reply = try DNSQuery(name: "login.aroma.example", type: 1).send(to: dns.port)
+        #expect(reply.answerCount == 1 && reply.bytes.suffix(4) == [127, 0, 0, 9])
+        await dns.stop()
+        await #expect(throws: SimulatorError.self) { try await DNSResponder.start(answer: "300.1.2.3") }
+        await #expect(throws: SimulatorError.self) { try await DNSResponder.start(answer: "portal.aroma.example") }
+    }
+}
+
+/// A DNS query sent over a real UDP socket.
+struct DNSQuery {
+    let name: String
+    let type: UInt16
+    let id = UInt16.random(in: 1...UInt16.max)
+
+    struct Reply {
+        let bytes: [UInt8]
+        let id: UInt16
+        let question: ArraySlice<UInt8>
+
+        var responseCode: UInt8 { bytes[3] & 0x0F }
+        var answerCount: Int { Int(bytes[6]) << 8 | Int(bytes[7]) }
+
+        /// A response (QR set) with the query's ID, echoing the question.
+        var answersTheQuery: Bool {
+            bytes[2] & 0x80 != 0 && UInt16(bytes[0]) << 8 | UInt16(bytes[1]) == id
+                && bytes.count >= 12 + question.count && bytes[12..<(12 + question.count)] == question
+        }
+    }
+
+    var question: [UInt8] {
+        name.split(separator: ".").flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) } + [0, UInt8(type >> 8), UInt8(type & 0xFF), 0, 1]
+    }
+
+    func send(to port: Int) throws -> Reply {
+        let query = [UInt8(id >> 8), UInt8(id & 0xFF), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0] + question
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(socket) }
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let sent = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(socket, query, query.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard sent == query.count else { throw ProcessFailure(description: "sendto failed: errno \(errno)") }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let received = recv(socket, &buffer, buffer.count, 0)
+        guard received >= 12 else { throw ProcessFailure(description: "no DNS reply: errno \(errno)") }
+        return Reply(bytes: Array(buffer[0..<received]), id: id, question: question[...])
+    }
+}
