@@ -12,7 +12,7 @@ enum HelperPrelude {
     local globals = ...
     local type, pairs, ipairs, error, tostring, setmetatable, next = type, pairs, ipairs, error, tostring, setmetatable, next
     local rawget, pcall = rawget, pcall
-    local http_request = host.http.request
+    local http_request, http_probe = host.http.request, host.http.probe
 
     -- Libraries every script sees as globals.
     globals.sleep = host.time.sleep
@@ -104,6 +104,10 @@ enum HelperPrelude {
         local ok, response, message = pcall(http_request, context, options)
         if not ok then error(response, 2) end
         return response, message
+      end
+
+      function cmd.probe()
+        return http_probe(context)
       end
 
       function cmd.secret(self, name)

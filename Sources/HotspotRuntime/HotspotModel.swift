@@ -67,9 +67,11 @@ public struct NetworkDescription: Sendable, Hashable {
     /// The network's own DNS resolvers (`address` or `address:port`), asked through
     /// `interface`; empty means the system's resolver.
     public var resolvers: [String]
+    /// The URLs `cmd:probe()` checks; empty means the well-known Apple, Google and Firefox ones.
+    public var probeURLs: [String]
 
     public init(ssid: String, bssid: String = "", signalStrength: Double = 1, isSecure: Bool = false,
-                didAutoJoin: Bool = false, interface: String? = nil, resolvers: [String] = []) {
+                didAutoJoin: Bool = false, interface: String? = nil, resolvers: [String] = [], probeURLs: [String] = []) {
         self.ssid = ssid
         self.bssid = bssid
         self.signalStrength = signalStrength
@@ -77,6 +79,7 @@ public struct NetworkDescription: Sendable, Hashable {
         self.didAutoJoin = didAutoJoin
         self.interface = interface
         self.resolvers = resolvers
+        self.probeURLs = probeURLs
     }
 }
 

@@ -403,6 +403,7 @@ public actor HotspotRuntime {
         context["session"] = cookieSession.map { .text(helper.id + "/" + $0) } ?? nil
         context["interface"] = network?.interface.map(LuaValue.text) ?? nil
         context["resolvers"] = .table(LuaTable(array: (network?.resolvers ?? []).map(LuaValue.text)))
+        context["probes"] = .table(LuaTable(array: (network?.probeURLs ?? []).map(LuaValue.text)))
         context["ca_file"] = configuration.caFile.map(LuaValue.text) ?? nil
         return .table(context)
     }

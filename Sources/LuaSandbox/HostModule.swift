@@ -46,9 +46,10 @@ public struct HostCall: ~Copyable {
 
     /// `isInterrupted` as a closure, for blocking work that polls it from callbacks. It
     /// must not be called after the host function returns.
-    public var interruptionCheck: () -> Bool {
-        let state = state
-        return { sbx_interrupted(state) != 0 }
+    public var interruptionCheck: @Sendable () -> Bool {
+        // The address, not the pointer, crosses to the probing threads: the state outlives them.
+        let address = Int(bitPattern: state)
+        return { sbx_interrupted(OpaquePointer(bitPattern: address)) != 0 }
     }
 
     /// Records a log line for the running call (the per-call limits apply).

@@ -27,13 +27,22 @@ struct PortalRequest: Sendable {
     let cookies: Cookies
     /// The Host header, port included. Absolute URLs are built from it, because scripts reach
     /// the simulator by names that the DNS responder resolves.
-    let authority: String
+    var authority: String
     /// The client's IP address, which keys its session.
     let client: String
     let now: ContinuousClock.Instant
 
     var isGet: Bool { method == .get || method == .head }
     var isPost: Bool { method == .post }
+
+    /// The same request as if it had come to `host`, on the same port.
+    func movedTo(host: String) -> PortalRequest {
+        var moved = self
+        var port = authority.lastIndex(of: ":").map { authority[$0...] } ?? ""
+        if !port.dropFirst().allSatisfy(\.isNumber) { port = "" }
+        moved.authority = host + port
+        return moved
+    }
 
     /// An absolute URL of `path` (which may carry a query) on the host the request came to.
     func url(_ path: String) -> String {
@@ -66,6 +75,7 @@ struct PortalResponder: HTTPResponder {
     let behavior: any PortalBehavior
     let state: PortalState
     let latency: Duration
+    let portalHost: String?
     let requestLog: (@Sendable (String) -> Void)?
 
     func respond(to request: Request, context: PortalRequestContext) async throws -> Response {
@@ -89,7 +99,9 @@ struct PortalResponder: HTTPResponder {
     private func route(_ request: PortalRequest) -> Response {
         let isAppleProbe = request.path == "/hotspot-detect.html"
         if isAppleProbe || request.path.hasSuffix("generate_204") {
-            guard state.isLoggedIn(request.client, at: request.now) else { return behavior.captiveProbe(request) }
+            guard state.isLoggedIn(request.client, at: request.now) else {
+                return behavior.captiveProbe(portalHost.map(request.movedTo(host:)) ?? request)
+            }
             return isAppleProbe ? .html(Pages.appleSuccess) : Response(status: .noContent)
         }
         if request.path == "/logout", request.isGet || request.isPost {

@@ -21,6 +21,9 @@ public struct ScenarioSettings: Sendable, Hashable {
     /// `wispr`: a login answers 201 (pending) and its LoginResultsURL answers 50 once this many
     /// seconds have passed; `nil` for an immediate answer.
     public var wisprPendingDelay: Int?
+    /// The name a captive probe's redirect points to (with the probe's port), as a venue's
+    /// portal lives on its own host; `nil`: the name the probe was sent to.
+    public var portalHost: String?
 
     public init() {}
 

@@ -74,7 +74,7 @@ public final class SimulatedPortal: Sendable {
         let (listeningPorts, listening) = AsyncStream.makeStream(of: Int.self)
         let responder = PortalResponder(
             scenarioName: scenario.name, behavior: behavior(of: scenario, state: state, settings: settings), state: state,
-            latency: settings.latency(for: scenario.kind), requestLog: requestLog)
+            latency: settings.latency(for: scenario.kind), portalHost: settings.portalHost, requestLog: requestLog)
         let application = Application(
             responder: responder, configuration: .init(address: .hostname(host, port: port)),
             onServerRunning: { channel in

@@ -4,7 +4,8 @@ import Synchronization
 
 /// The host side of `cmd:http{...}`. Private to the prelude, which passes the command's
 /// context (cookie session, interface, resolvers, the script's `hosts`) that no script
-/// can forge: `http.request(context, options)` answers a response table or `nil, message`.
+/// can forge: `http.request(context, options)` answers a response table or `nil, message`;
+/// `http.probe(context)` answers the network's connectivity verdict.
 public enum HTTPLibrary {
     static let largestBody = 16 << 20
     static let largestTimeout = 600.0
@@ -22,6 +23,19 @@ public enum HTTPLibrary {
             } catch {
                 return [.nil, .text(error.description)]
             }
+        }),
+        ("probe", { (call: borrowing HostCall) throws -> [LuaValue] in
+            let context = try call.table(0)
+            let probes = (context["probes"].tableValue?.array ?? []).compactMap(\.stringValue).map(Probe.init(url:))
+            let deadline = call.deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
+            let interruption = call.interruptionCheck
+            let verdict = ConnectivityProbe.run(probes, binding: binding(from: context), deadline: deadline,
+                                                isCancelled: interruption)
+            var table = LuaTable()
+            table["state"] = .text(verdict.state.rawValue)
+            table["portal_url"] = verdict.portalURL.map(LuaValue.text) ?? nil
+            table["details"] = .table(LuaTable(array: verdict.details.map(LuaValue.text)))
+            return [.table(table)]
         }),
     ])
 
@@ -48,12 +62,15 @@ public enum HTTPLibrary {
         for value in context["hosts"].tableValue?.array ?? [] {
             if let text = value.stringValue, case .success(let pattern) = HostPattern.parse(text) { hosts.append(pattern) }
         }
-        let binding = NetworkBinding(
+        return BoundHTTPClient(binding: binding(from: context), allowedHosts: hosts,
+                               cookies: context["session"].stringValue.map(jar(for:)))
+    }
+
+    static func binding(from context: LuaTable) -> NetworkBinding {
+        NetworkBinding(
             interface: context["interface"].stringValue,
             resolvers: (context["resolvers"].tableValue?.array ?? []).compactMap(\.stringValue),
             caFile: context["ca_file"].stringValue)
-        return BoundHTTPClient(binding: binding, allowedHosts: hosts,
-                               cookies: context["session"].stringValue.map(jar(for:)))
     }
 
     static func request(from options: LuaTable, problem: (String) -> HostError) throws -> HTTPRequest {

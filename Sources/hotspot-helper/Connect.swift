@@ -40,6 +40,11 @@ struct Connect: AsyncParsableCommand {
                                valueName: "address[:port]"))
     var resolvers: [String] = []
 
+    @Option(name: .customLong("probe-url"),
+            help: ArgumentHelp("A connectivity probe for cmd:probe(), replacing the defaults; repeatable. Open means 204, or 200 saying \"success\".",
+                               valueName: "url"))
+    var probeURLs: [String] = []
+
     @Option(help: ArgumentHelp("Venue credentials for cmd:secret: one [helper] section each, mode 0600.", valueName: "file"))
     var secrets: String?
 
@@ -69,6 +74,9 @@ struct Connect: AsyncParsableCommand {
         guard stay >= 0 else { throw ValidationError("--stay must be 0 or more seconds") }
         for resolver in resolvers where !NetworkBinding.isResolverAddress(resolver) {
             throw ValidationError("--resolver \(resolver) is not an IPv4 address with an optional port, such as 192.0.2.53 or 127.0.0.1:5353")
+        }
+        for url in probeURLs where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+            throw ValidationError("--probe-url \(url) is not an http:// or https:// URL")
         }
         if let interface, if_nametoindex(interface) == 0 {
             throw ValidationError("--interface \(interface): no such network interface (see `ip link`)")
@@ -106,7 +114,7 @@ struct Connect: AsyncParsableCommand {
                                  secrets: loadedSecrets, caFile: caFile),
             events: output.write)
         let network = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure,
-                                         interface: interface, resolvers: resolvers)
+                                         interface: interface, resolvers: resolvers, probeURLs: probeURLs)
         await runtime.join(network)
         if stay > 0 { try? await Task.sleep(for: .seconds(stay)) }
         let state = await runtime.state(of: ssid)
