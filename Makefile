@@ -26,7 +26,7 @@ test: deps
 	$(SWIFT) test --skip-build
 
 demo: build
-	$(SWIFT) run --skip-build sandbox-demo
+	$(SWIFT) run --skip-build hotspot-helper demo
 
 bench: deps
 	$(SWIFT) build -c release

@@ -61,7 +61,7 @@ let package = Package(
                 "HotspotRuntime", "HotspotNetwork", "PortalSimulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
-        // The engine demonstration `make demo` runs.
+        // A small example of the engine on its own, without hotspots.
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotRuntimeTests", dependencies: ["HotspotRuntime", "HotspotNetwork", "ScriptLibraries"], swiftSettings: swiftSettings),
         .testTarget(

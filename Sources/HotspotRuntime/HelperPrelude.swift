@@ -90,7 +90,7 @@ enum HelperPrelude {
       end
       local store, store_changes = make_store(command.store or {})
       local delivered
-      local cmd = { type = command.type, network = network, network_list = list, store = store }
+      local cmd = { type = command.type, network = network, network_list = list, store = store, answers = command.answers }
       -- Set by the runtime; kept in this closure, out of the script's reach.
       local context = command.context or {}
       local secrets = context.secrets or {}

@@ -228,13 +228,14 @@ public actor HotspotRuntime {
         return await afterMaintain(ssid, helper, response)
     }
 
-    /// The user opened the helper's UI for a network waiting in `presenting_ui`.
+    /// The user opened the helper's UI for a network waiting in `presenting_ui`, with what
+    /// they entered (`cmd.answers`: an email address, a room number, a voucher...).
     @discardableResult
-    public func presentUI(_ ssid: String) async -> HotspotState {
+    public func presentUI(_ ssid: String, answers: [String: String] = [:]) async -> HotspotState {
         guard let session = sessions[ssid], session.state == .presentingUI,
               let id = session.helper, let helper = helpers.first(where: { $0.id == id }) else { return state(of: ssid) }
         let response = await send(.presentUI, to: helper, network: session.network, isChosen: true,
-                                  cookieSession: session.cookieSession)
+                                  cookieSession: session.cookieSession, answers: answers)
         return await afterAuthentication(ssid, helper, response)
     }
 
@@ -351,7 +352,8 @@ public actor HotspotRuntime {
     /// Sends one command to one helper and reports it.
     nonisolated func send(_ command: HotspotCommand, to helper: HelperScript, network: NetworkDescription?,
                           networkList: [NetworkDescription]? = nil, didJustJoin: Bool = false,
-                          isChosen: Bool = false, cookieSession: String? = nil) async -> HelperResponse {
+                          isChosen: Bool = false, cookieSession: String? = nil,
+                          answers: [String: String] = [:]) async -> HelperResponse {
         let start = Deadline.now
         var response: HelperResponse
         if helper.handlers.contains(command) {
@@ -361,6 +363,9 @@ public actor HotspotRuntime {
                 table["network"] = Self.networkValue(network, didJustJoin: didJustJoin, isChosen: isChosen)
                 table["store"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
                     persistence.store(helper: helper.id, ssid: network.ssid).map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
+            }
+            if command == .presentUI {
+                table["answers"] = .table(LuaTable(Dictionary(uniqueKeysWithValues: answers.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
             }
             table["context"] = context(for: helper, network: network, cookieSession: cookieSession)
             if let networkList {

@@ -18,6 +18,11 @@ final class EventOutput: Sendable {
         lock.withLock { _ in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
     }
 
+    /// A line of narration (or, with --json, a JSON line the caller made).
+    func line(_ text: String) {
+        lock.withLock { _ in FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+    }
+
     /// Errors go to standard error, so `--json` output stays JSON only.
     func fail(_ message: String) {
         lock.withLock { _ in FileHandle.standardError.write(Data("hotspot-helper: \(message)\n".utf8)) }

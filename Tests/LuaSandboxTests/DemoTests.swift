@@ -2,7 +2,7 @@ import Foundation
 import LuaSandbox
 import Testing
 
-/// `make demo` runs this executable: it must exit 0 and tell each story.
+/// The engine's own example: it must exit 0 and tell each story.
 @Test func theEngineDemonstrationEndsAsExpected() throws {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: LuaEngine.Configuration.executableBesideCurrent(named: "sandbox-demo"))

@@ -1,0 +1,232 @@
+import ArgumentParser
+import Foundation
+import HotspotNetwork
+import HotspotRuntime
+import LuaSandbox
+import PortalSimulator
+
+struct Demo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Runs the bundled venue scripts through their whole lifecycle on the portal simulator.",
+        discussion: """
+            Starts simulated venues on loopback (a DNS responder sends every name to them, as a \
+            captive network's resolver does), loads the scripts as helpers and goes through: \
+            the scan list (who claims which network, with display names and passwords), a join \
+            of each venue (evaluate across all helpers, authenticate), a form that needs a \
+            person (present_ui, answered by --answer or --answers), a session that expires \
+            (maintain logs in again), and logoff. After each step a connectivity probe checks \
+            what the helpers claimed.
+
+            Exit status: 0 when every venue ended as expected, 1 when one did not, 2 for usage \
+            errors and scripts that fail to load.
+            """)
+
+    @Option(name: .long, help: ArgumentHelp("The venue scripts.", valueName: "dir"))
+    var scripts = "Scripts"
+
+    @Option(name: .customLong("answer"),
+            help: ArgumentHelp("What the person enters in present_ui, as name=value; repeatable.", valueName: "name=value"))
+    var answerFlags: [String] = []
+
+    @Option(name: .customLong("answers"), help: ArgumentHelp("A file of name=value lines for present_ui.", valueName: "file"))
+    var answersFile: String?
+
+    @Flag(help: "Write the events as JSON lines instead of a timeline.")
+    var json = false
+
+    func validate() throws {
+        for answer in answerFlags where !answer.contains("=") {
+            throw ValidationError("--answer \(answer) must be name=value, such as email=guest@example.org")
+        }
+    }
+
+    func run() async throws {
+        let output = EventOutput(json: json)
+        let answers = try presentUIAnswers(output)
+        let dns = try await DNSResponder.start(answer: "127.0.0.1")
+        var portals: [SimulatedPortal] = []
+        for venue in DemoVenue.all {
+            portals.append(try await SimulatedPortal.start(venue.scenario, settings: venue.settings))
+        }
+        let failures = try await runLifecycle(dns: dns, portals: portals, answers: answers, output: output)
+        for portal in portals { await portal.stop() }
+        await dns.stop()
+        if failures > 0 { throw ExitCode(1) }
+    }
+
+    /// The whole story; returns how many checks failed.
+    func runLifecycle(dns: DNSResponder, portals: [SimulatedPortal], answers: [String: String],
+                      output: EventOutput) async throws -> Int {
+        let scratch = NSTemporaryDirectory() + "hotspot-helper-demo-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let networks = zip(DemoVenue.all, portals).map { venue, portal in
+            NetworkDescription(ssid: venue.ssid, isSecure: venue.isSecure, resolvers: ["127.0.0.1:\(dns.port)"],
+                               probeURLs: ["http://connectivitycheck.demo.example:\(portal.port)/generate_204"])
+        }
+
+        let engine: LuaEngine
+        do {
+            engine = try LuaEngine(HotspotRuntime.engineConfiguration())
+        } catch {
+            output.fail("cannot start the script engine: \(error)")
+            throw ExitCode(2)
+        }
+        defer { engine.shutdown() }
+        let (helpers, problems) = await HotspotRuntime.loadHelpers(at: scripts, into: engine)
+        guard problems.isEmpty, !helpers.isEmpty else {
+            problems.forEach { output.fail($0.description) }
+            output.fail(problems.isEmpty ? "no scripts in \(scripts)" : "fix the scripts above; `hotspot-helper check` lists every problem")
+            throw ExitCode(2)
+        }
+        let runtime = HotspotRuntime(
+            engine: engine, helpers: helpers, persistence: try StateDirectory(path: scratch + "/state"),
+            configuration: .init(commandDeadline: .seconds(10), maintainInterval: .seconds(3600), secrets: DemoVenue.secrets),
+            events: output.write)
+        var story = DemoStory(output: output)
+
+        story.section("The scan list: which helper claims which network")
+        let claims = await runtime.filterScanList(networks + [NetworkDescription(ssid: "Neighbour-Printer", isSecure: true)])
+        for network in networks + [NetworkDescription(ssid: "Neighbour-Printer")] {
+            let claim = claims.first { $0.ssid == network.ssid }
+            let password = claim?.password.map { _ in ", password supplied" } ?? ""
+            story.say("\(network.ssid): " + (claim.map { "\($0.displayName) (\($0.helper))\(password)" } ?? "no helper"))
+        }
+        story.expect(claims.contains { $0.ssid == "Campus-WiFi" && $0.password != nil }, "campus supplies the WPA password")
+
+        for (venue, network) in zip(DemoVenue.all, networks) {
+            story.section("\(venue.ssid): \(venue.story)")
+            var state = await runtime.join(network)
+            if state == .presentingUI {
+                story.say("\(venue.ssid) needs a person; answering its form with \(answers.keys.sorted().joined(separator: ", "))")
+                state = await runtime.presentUI(venue.ssid, answers: answers)
+            }
+            story.expect(state == .authenticated, "\(venue.ssid) is authenticated")
+            story.expect(probe(network) == .connected, "\(venue.ssid)'s probe is open")
+            if let expiry = venue.settings.sessionLength {
+                story.say("waiting for the session to expire (\(expiry))")
+                try await Task.sleep(for: expiry + .milliseconds(300))
+                story.expect(probe(network) == .captive, "\(venue.ssid) is captive again after the expiry")
+                story.expect(await runtime.maintain(venue.ssid) == .authenticated, "maintain logs \(venue.ssid) in again")
+                story.expect(probe(network) == .connected, "\(venue.ssid)'s probe is open again")
+            }
+        }
+
+        story.section("Logging off")
+        for (venue, network) in zip(DemoVenue.all, networks) {
+            story.expect(await runtime.logoff(venue.ssid) == .inactive, "\(venue.ssid) is logged off")
+            story.expect(probe(network) == .captive, "\(venue.ssid) is captive again after logoff")
+        }
+
+        story.section("Summary")
+        story.finish()
+        return story.failures.count
+    }
+
+    func probe(_ network: NetworkDescription) -> ConnectivityVerdict.State {
+        ConnectivityProbe.run(network.probeURLs.map(Probe.init(url:)), binding: NetworkBinding(resolvers: network.resolvers),
+                              timeout: .seconds(3)).state
+    }
+
+    func presentUIAnswers(_ output: EventOutput) throws -> [String: String] {
+        var lines = answerFlags
+        if let answersFile {
+            guard let text = try? String(contentsOfFile: answersFile, encoding: .utf8) else {
+                output.fail("--answers \(answersFile): cannot read the file")
+                throw ExitCode(2)
+            }
+            lines = text.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") && $0.contains("=") } + lines
+        }
+        var answers = ["email": "visitor@example.org"]
+        for line in lines {
+            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            answers[parts[0]] = parts.count > 1 ? parts[1] : ""
+        }
+        return answers
+    }
+}
+
+/// One simulated venue of the demo, and the bundled script that handles it.
+struct DemoVenue {
+    let ssid: String
+    let isSecure: Bool
+    let scenario: Scenario
+    let settings: ScenarioSettings
+    let story: String
+
+    static let campusUser = "student-2026"
+    static let campusPassword = "campus-pass-4417"
+
+    static let secrets = Secrets(["campus": ["wifi_password": "campus-wpa-2026", "username": campusUser, "password": campusPassword]])
+
+    static let all: [DemoVenue] = [
+        DemoVenue(ssid: "Aroma-Guest", isSecure: false, scenario: .clickThrough,
+                  settings: settings(portalHost: "portal.aroma.example", venue: "Aroma Cafe"),
+                  story: "a terms checkbox (aroma.lua)"),
+        DemoVenue(ssid: "Campus-WiFi", isSecure: true, scenario: .credentials,
+                  settings: settings(portalHost: "login.campus.example", venue: "Campus") {
+                      $0.username = campusUser
+                      $0.password = campusPassword
+                  },
+                  story: "username, password, CSRF field and session cookie (campus.lua)"),
+        DemoVenue(ssid: "City-Library", isSecure: false, scenario: .email,
+                  settings: settings(portalHost: "wifi.library.example", venue: "City Library"),
+                  story: "an email address only a person can give (library.lua, present_ui)"),
+        DemoVenue(ssid: "Grand-Hotel", isSecure: false, scenario: .sessionExpiry,
+                  settings: settings(portalHost: "guest.grandhotel.example", venue: "Grand Hotel") {
+                      $0.sessionLength = .seconds(2)
+                  },
+                  story: "a session that expires after 2 s (hotel.lua, maintain)"),
+    ]
+
+    static func settings(portalHost: String, venue: String, _ change: (inout ScenarioSettings) -> Void = { _ in }) -> ScenarioSettings {
+        var settings = ScenarioSettings()
+        settings.portalHost = portalHost
+        settings.venueName = venue
+        change(&settings)
+        return settings
+    }
+}
+
+/// The demo's narration between the runtime's events, and its checks.
+struct DemoStory {
+    let output: EventOutput
+    private(set) var failures: [String] = []
+    private var passed = 0
+
+    init(output: EventOutput) { self.output = output }
+
+    func section(_ title: String) {
+        guard !output.json else { return }
+        output.line("\n== \(title)")
+    }
+
+    func say(_ text: String) {
+        guard !output.json else { return }
+        output.line("   \(text)")
+    }
+
+    mutating func expect(_ condition: Bool, _ claim: String) {
+        if condition {
+            passed += 1
+            say("✓ \(claim)")
+        } else {
+            failures.append(claim)
+            say("✗ NOT: \(claim)")
+        }
+    }
+
+    func finish() {
+        if output.json {
+            let line = #"{"event":"demo","checks":\#(passed + failures.count),"failed":\#(failures.count)}"#
+            output.line(line)
+            return
+        }
+        if failures.isEmpty {
+            say("all \(passed) checks passed: every venue ended as expected")
+        } else {
+            say("\(failures.count) of \(passed + failures.count) checks failed:")
+            failures.forEach { say("  - \($0)") }
+        }
+    }
+}
