@@ -30,7 +30,15 @@ struct CLI {
         return (process, output, errors)
     }
 
-    static func run(_ arguments: [String], executable: String = path) throws -> Run {
+    /// Runs the process to its end on a thread of its own: waiting on it must not hold one
+    /// of the few threads that Swift concurrency (and the runtime's timers in other tests) share.
+    static func run(_ arguments: [String], executable: String = path) async throws -> Run {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try runToEnd(arguments, executable: executable) }) }.start()
+        }
+    }
+
+    private static func runToEnd(_ arguments: [String], executable: String) throws -> Run {
         let (process, output, errors) = try start(arguments, executable: executable)
         let out = output.fileHandleForReading.readDataToEndOfFile()
         let err = errors.fileHandleForReading.readDataToEndOfFile()
@@ -70,9 +78,9 @@ let aroma = """
     """
 
 @Suite struct ConnectTests {
-    @Test func connectPrintsTheContractsJSONLines() throws {
+    @Test func connectPrintsTheContractsJSONLines() async throws {
         let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma])
-        let run = try CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest", "--json"])
+        let run = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest", "--json"])
         #expect(run.status == 0, "\(run.errors)")
         let lines = run.output.split(separator: "\n")
         #expect(lines.count == run.events.count)  // JSON and nothing else
@@ -85,19 +93,19 @@ let aroma = """
         #expect(lines.last == #"{"event":"done","network":"Aroma-Guest","state":"authenticated","helper":"aroma"}"#)
     }
 
-    @Test func aNetworkNobodyClaimsIsAuthenticatedWithANullHelper() throws {
+    @Test func aNetworkNobodyClaimsIsAuthenticatedWithANullHelper() async throws {
         let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma])
-        let run = try CLI.run(["connect", "--scripts", scripts, "--ssid", "Airport-Free", "--json"])
+        let run = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Airport-Free", "--json"])
         #expect(run.status == 0)
         #expect(run.output.split(separator: "\n").last == #"{"event":"done","network":"Airport-Free","state":"authenticated","helper":null}"#)
     }
 
-    @Test func aSecondRunWithTheSameStateDirectoryUsesTheCachedHelper() throws {
+    @Test func aSecondRunWithTheSameStateDirectoryUsesTheCachedHelper() async throws {
         let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma])
         let state = try CLI.temporaryDirectory()
         let arguments = ["connect", "--scripts", scripts, "--ssid", "Aroma-Guest", "--state-dir", state, "--json"]
-        #expect(try CLI.run(arguments).status == 0)
-        let second = try CLI.run(arguments)
+        #expect(try await CLI.run(arguments).status == 0)
+        let second = try await CLI.run(arguments)
         #expect(second.status == 0)
         let commands = second.events.compactMap { $0["command"] as? String }
         #expect(commands == ["maintain"])
@@ -105,24 +113,24 @@ let aroma = """
         #expect(store.contains(#""just_joined" : "true""#))
     }
 
-    @Test func aFailingHelperExitsOne() throws {
+    @Test func aFailingHelperExitsOne() async throws {
         let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma.replacingOccurrences(
             of: "return \"success\"\n  end,\n  maintain", with: "return \"failure\"\n  end,\n  maintain")])
-        let run = try CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest"])
+        let run = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest"])
         #expect(run.status == 1)
         #expect(run.output.contains("done: failure"))
     }
 
-    @Test func usageErrorsAndBrokenScriptsExitTwo() throws {
+    @Test func usageErrorsAndBrokenScriptsExitTwo() async throws {
         let scripts = try CLI.temporaryDirectory(scripts: ["broken.lua": "return {\n  name = \n"])
-        let broken = try CLI.run(["connect", "--scripts", scripts, "--json"])
+        let broken = try await CLI.run(["connect", "--scripts", scripts, "--json"])
         #expect(broken.status == 2)
         #expect(broken.output.isEmpty)
         #expect(broken.errors.contains("broken.lua:3:"))
-        let usage = try CLI.run(["connect", "--scripts", scripts, "--signal", "3"])
+        let usage = try await CLI.run(["connect", "--scripts", scripts, "--signal", "3"])
         #expect(usage.status == 2)
         #expect(usage.errors.contains("--signal must be between 0.0 and 1.0"))
-        let missing = try CLI.run(["connect", "--scripts", "/nonexistent/scripts"])
+        let missing = try await CLI.run(["connect", "--scripts", "/nonexistent/scripts"])
         #expect(missing.status == 2)
         #expect(missing.errors.contains("/nonexistent/scripts: no such file or directory"))
     }
@@ -145,7 +153,7 @@ let aroma = """
         #expect(atKill >= 5)
         let stateFile = try Data(contentsOf: URL(fileURLWithPath: state + "/state.json"))
         #expect((try JSONSerialization.jsonObject(with: stateFile) as? [String: Any])?["chosenHelpers"] != nil)
-        let next = try CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest", "--state-dir", state, "--json"])
+        let next = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest", "--state-dir", state, "--json"])
         #expect(next.status == 0)
         #expect(next.events.compactMap { $0["command"] as? String } == ["maintain"])
         #expect((Self.maintainedCount(in: state) ?? 0) == atKill + 1)
@@ -159,14 +167,14 @@ let aroma = """
 }
 
 @Suite struct CheckTests {
-    @Test func checkReportsEveryProblemWithItsLine() throws {
+    @Test func checkReportsEveryProblemWithItsLine() async throws {
         let scripts = try CLI.temporaryDirectory(scripts: [
             "good.lua": aroma,
             "bad.lua": "return {\n  name = \"Far too long a display name\",\n  hosts = { \"*.*.example\" },\n  evaluate = 1,\n}",
             "syntax.lua": "return {",
             "nothing.lua": "local x = 1",
         ])
-        let run = try CLI.run(["check", scripts])
+        let run = try await CLI.run(["check", scripts])
         #expect(run.status == 1)
         #expect(run.output.contains("bad.lua:2: the display name"))
         #expect(run.output.contains("bad.lua:3: host pattern \"*.*.example\""))
@@ -174,7 +182,7 @@ let aroma = """
         #expect(run.output.contains("syntax.lua:1:"))
         #expect(run.output.contains("nothing.lua: the script must return a table of handlers, not nothing"))
         #expect(!run.output.contains("good.lua"))
-        let good = try CLI.run(["check", scripts + "/good.lua"])
+        let good = try await CLI.run(["check", scripts + "/good.lua"])
         #expect(good.status == 0)
         #expect(good.output == "1 script OK\n")
     }

@@ -4,10 +4,10 @@ import Testing
 @Suite("hotspot-helper demo")
 struct DemoTests {
     /// What `make demo` runs, from the repository root with the bundled scripts.
-    @Test func everyVenueEndsAsExpected() throws {
+    @Test func everyVenueEndsAsExpected() async throws {
         let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../Scripts").standardized.path
-        let run = try CLI.run(["demo", "--scripts", scripts])
+        let run = try await CLI.run(["demo", "--scripts", scripts])
         #expect(run.status == 0, "\(run.output)\(run.errors)")
         #expect(run.output.contains("every venue ended as expected"))
         #expect(!run.output.contains("✗"))
@@ -20,10 +20,10 @@ struct DemoTests {
         #expect(!run.output.contains("campus-pass-4417"))
     }
 
-    @Test func jsonLinesOnly() throws {
+    @Test func jsonLinesOnly() async throws {
         let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../Scripts").standardized.path
-        let run = try CLI.run(["demo", "--scripts", scripts, "--json", "--answer", "email=reader@example.org"])
+        let run = try await CLI.run(["demo", "--scripts", scripts, "--json", "--answer", "email=reader@example.org"])
         #expect(run.status == 0)
         let lines = run.output.split(separator: "\n")
         #expect(run.events.count == lines.count)
@@ -31,8 +31,8 @@ struct DemoTests {
         #expect(run.events.last?["failed"] as? Int == 0)
     }
 
-    @Test func aScriptsDirectoryThatIsNotThereIsAUsageError() throws {
-        let run = try CLI.run(["demo", "--scripts", "/nonexistent/scripts"])
+    @Test func aScriptsDirectoryThatIsNotThereIsAUsageError() async throws {
+        let run = try await CLI.run(["demo", "--scripts", "/nonexistent/scripts"])
         #expect(run.status == 2)
         #expect(run.errors.contains("/nonexistent/scripts"))
     }

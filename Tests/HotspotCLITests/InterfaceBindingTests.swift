@@ -56,8 +56,8 @@ final class TwoNetworks {
     var interfaceB: String { prefix + "B0" }
 
     /// `hotspot-helper` run inside the client namespace.
-    func runInClient(_ arguments: [String]) throws -> CLI.Run {
-        try CLI.run(["-c", "exec ip netns exec \(client) \"$@\"", "sh", CLI.path] + arguments, executable: "/bin/sh")
+    func runInClient(_ arguments: [String]) async throws -> CLI.Run {
+        try await CLI.run(["-c", "exec ip netns exec \(client) \"$@\"", "sh", CLI.path] + arguments, executable: "/bin/sh")
     }
 
     func removeNamespaces() {
@@ -191,25 +191,25 @@ struct InterfaceBindingTests {
         run.events.compactMap { $0["message"] as? String }.first { $0.hasPrefix("answer: ") }.map { String($0.dropFirst(8)) }
     }
 
-    @Test func aBoundRequestLeavesByItsInterfaceWhateverTheRoutesSay() throws {
+    @Test func aBoundRequestLeavesByItsInterfaceWhateverTheRoutesSay() async throws {
         let networks = try TwoNetworks()
         let directory = try CLI.temporaryDirectory(scripts: ["fetcher.lua": Self.script(fetching: "http://198.18.1.1/")])
-        let routed = try networks.runInClient(["connect", "--scripts", directory, "--json"])
+        let routed = try await networks.runInClient(["connect", "--scripts", directory, "--json"])
         #expect(answer(routed) == "host A")
-        let boundB = try networks.runInClient(["connect", "--scripts", directory, "--interface", networks.interfaceB, "--json"])
+        let boundB = try await networks.runInClient(["connect", "--scripts", directory, "--interface", networks.interfaceB, "--json"])
         #expect(answer(boundB) == "host B")
-        let boundA = try networks.runInClient(["connect", "--scripts", directory, "--interface", networks.interfaceA, "--json"])
+        let boundA = try await networks.runInClient(["connect", "--scripts", directory, "--interface", networks.interfaceA, "--json"])
         #expect(answer(boundA) == "host A")
     }
 
-    @Test func namesResolveThroughTheBoundNetworksResolver() throws {
+    @Test func namesResolveThroughTheBoundNetworksResolver() async throws {
         let networks = try TwoNetworks()
         let directory = try CLI.temporaryDirectory(scripts: ["fetcher.lua": Self.script(fetching: "http://portal.test/")])
         // Both resolvers are 198.18.1.1; only the interface decides which one answers.
-        let viaB = try networks.runInClient(["connect", "--scripts", directory, "--interface", networks.interfaceB,
+        let viaB = try await networks.runInClient(["connect", "--scripts", directory, "--interface", networks.interfaceB,
                                              "--resolver", "198.18.1.1", "--json"])
         #expect(answer(viaB) == "host B")
-        let viaA = try networks.runInClient(["connect", "--scripts", directory, "--interface", networks.interfaceA,
+        let viaA = try await networks.runInClient(["connect", "--scripts", directory, "--interface", networks.interfaceA,
                                              "--resolver", "198.18.1.1", "--json"])
         #expect(answer(viaA) == "host A")
     }

@@ -34,11 +34,11 @@ struct SecretsTests {
         return path
     }
 
-    @Test func secretValuesNeverAppearInEventsOrLogs() throws {
+    @Test func secretValuesNeverAppearInEventsOrLogs() async throws {
         let directory = try CLI.temporaryDirectory(scripts: ["careless.lua": Self.careless])
         let secrets = try secretsFile(in: directory, mode: 0o600)
         for json in [true, false] {
-            let run = try CLI.run(["connect", "--scripts", directory + "/careless.lua", "--secrets", secrets]
+            let run = try await CLI.run(["connect", "--scripts", directory + "/careless.lua", "--secrets", secrets]
                                   + (json ? ["--json"] : []))
             #expect(run.status == 1)
             for secret in [Self.password, Self.username] {
@@ -53,17 +53,17 @@ struct SecretsTests {
         }
     }
 
-    @Test func aSecretsFileOthersCanReadIsRefused() throws {
+    @Test func aSecretsFileOthersCanReadIsRefused() async throws {
         let directory = try CLI.temporaryDirectory(scripts: ["careless.lua": Self.careless])
         let secrets = try secretsFile(in: directory, mode: 0o644)
-        let run = try CLI.run(["connect", "--scripts", directory + "/careless.lua", "--secrets", secrets])
+        let run = try await CLI.run(["connect", "--scripts", directory + "/careless.lua", "--secrets", secrets])
         #expect(run.status == 2)
         #expect(run.errors.contains("readable by others (mode 644)"))
         #expect(run.errors.contains("chmod 600 \(secrets)"))
         #expect(!run.errors.contains(Self.password))
     }
 
-    @Test func aMissingSecretPointsAtTheScriptLine() throws {
+    @Test func aMissingSecretPointsAtTheScriptLine() async throws {
         let script = """
             return {
               name = "Forgetful",
@@ -76,7 +76,7 @@ struct SecretsTests {
             """
         let directory = try CLI.temporaryDirectory(scripts: ["forgetful.lua": script])
         let secrets = try secretsFile(in: directory, mode: 0o600)
-        let run = try CLI.run(["connect", "--scripts", directory, "--secrets", secrets, "--json"])
+        let run = try await CLI.run(["connect", "--scripts", directory, "--secrets", secrets, "--json"])
         #expect(run.status == 1)
         let failure = run.events.first { $0["command"] as? String == "authenticate" }
         let error = failure?["error"] as? String ?? ""

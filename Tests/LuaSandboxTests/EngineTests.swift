@@ -81,7 +81,7 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         task.cancel()
         let error = await #expect(throws: LuaScriptError.self) { try await task.value.get() }
         #expect(error?.kind == .cancelled)
-        #expect(milliseconds(since: start) < 1000)
+        #expect(milliseconds(since: start) < 5000)  // far below the 30 s deadline, with room for a loaded machine
         #expect(try await engine.call(script, "ping").get() == ["pong"])
     }
 
