@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+
+/// `hotspot-helper simulate` as a separate process, the way an operator runs it.
+final class SimulatorProcess {
+    let process: Process
+    let url: String
+
+    init(scenario: String) throws {
+        let (process, output, _) = try CLI.start(["simulate", "--scenario", scenario, "--port", "0"])
+        self.process = process
+        var text = ""
+        while !text.contains("\n") {
+            let chunk = output.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        // "click-through  http://127.0.0.1:PORT/"
+        url = text.split(separator: "\n").first.flatMap { $0.split(separator: " ").last }.map(String.init) ?? ""
+    }
+
+    deinit {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+@Suite("hotspot-helper probe")
+struct ProbeTests {
+    @Test func captiveThenConnectedAfterTheLogin() async throws {
+        let simulator = try SimulatorProcess(scenario: "click-through")
+        #expect(simulator.url.hasPrefix("http://127.0.0.1:"))
+        let probeURL = simulator.url + "generate_204"
+        let captive = try await CLI.run(["probe", "--url", probeURL])
+        #expect(captive.status == 1)
+        #expect(captive.output.hasPrefix("captive: the portal is at \(simulator.url)login"))
+
+        let login = try await CLI.run(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-d", "accept_terms=yes", simulator.url + "login"],
+                                      executable: "/usr/bin/curl")
+        #expect(login.output == "200")
+        let open = try await CLI.run(["probe", "--url", probeURL, "--json"])
+        #expect(open.status == 0)
+        #expect(open.events.first?["state"] as? String == "connected")
+    }
+
+    @Test func nothingAnsweringIsNotConnected() async throws {
+        let run = try await CLI.run(["probe", "--url", "http://127.0.0.1:1/generate_204", "--json"])
+        #expect(run.status == 1)
+        #expect(run.events.first?["state"] as? String == "not_connected")
+        let details = run.events.first?["details"] as? [String] ?? []
+        #expect(details.first?.contains("connect: 127.0.0.1: Connection refused") == true)
+    }
+
+    @Test func usageErrors() async throws {
+        let run = try await CLI.run(["probe", "--url", "ftp://example.org/"])
+        #expect(run.status == 2)
+        #expect(run.errors.contains("--url ftp://example.org/ is not an http:// or https:// URL"))
+        let interface = try await CLI.run(["probe", "--interface", "no-such-if0"])
+        #expect(interface.status == 2)
+        #expect(interface.errors.contains("no such network interface"))
+    }
+}
