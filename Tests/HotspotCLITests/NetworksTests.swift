@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+
+@Suite("hotspot-helper networks")
+struct NetworksTests {
+    static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../Scripts").standardized.path
+
+    func scanList(_ json: String) throws -> String {
+        let directory = try CLI.temporaryDirectory()
+        try json.write(toFile: directory + "/scan.json", atomically: true, encoding: .utf8)
+        return directory + "/scan.json"
+    }
+
+    @Test func showsWhoClaimsWhatWithPasswords() async throws {
+        let list = try scanList(#"[{"ssid": "Aroma-Guest", "signal_strength": 0.4}, {"ssid": "Campus-WiFi", "is_secure": true}, {"ssid": "Other"}]"#)
+        let directory = (list as NSString).deletingLastPathComponent
+        try "[campus]\nwifi_password = campus-wpa-2026\n".write(toFile: directory + "/secrets.ini", atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: directory + "/secrets.ini")
+        let run = try await CLI.run(["networks", "--scripts", Self.scripts, "--scan-list", list, "--secrets", directory + "/secrets.ini"])
+        #expect(run.status == 0, "\(run.errors)")
+        let lines = run.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+        #expect(lines == ["SSID HELPER", "Aroma-Guest Aroma Wi-Fi (aroma)", "Campus-WiFi Campus Wi-Fi (campus), password supplied", "Other -"])
+        #expect(!run.output.contains("campus-wpa-2026"))
+    }
+
+    @Test func aBrokenScanListIsAUsageError() async throws {
+        let notArray = try await CLI.run(["networks", "--scripts", Self.scripts, "--scan-list", try scanList(#"{"ssid": "x"}"#)])
+        #expect(notArray.status == 2)
+        #expect(notArray.errors.contains("not a JSON array of networks"))
+        let noSSID = try await CLI.run(["networks", "--scripts", Self.scripts, "--scan-list", try scanList(#"[{"ssid": "a"}, {"bssid": "b"}]"#)])
+        #expect(noSSID.status == 2)
+        #expect(noSSID.errors.contains("network 2 has no \"ssid\" string"))
+    }
+
+    @Test func watchShowsTheTableAgainWhenTheScanListChanges() async throws {
+        let list = try scanList(#"[{"ssid": "Other"}]"#)
+        let (process, output, _) = try CLI.start(["networks", "--scripts", Self.scripts, "--scan-list", list, "--watch"])
+        defer { process.terminate() }
+        let seen = try await Task.detached {
+            var text = ""
+            var changed = false
+            while !text.contains("Aroma Wi-Fi") {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+                if !changed, text.contains("Other") {
+                    try #"[{"ssid": "Aroma-Guest"}]"#.write(toFile: list, atomically: true, encoding: .utf8)
+                    changed = true
+                }
+            }
+            return text
+        }.value
+        #expect(seen.contains("Other  -"))
+        #expect(seen.contains("Aroma Wi-Fi (aroma)"))
+    }
+}
