@@ -1,0 +1,214 @@
+---@meta hotspot-helper
+-- Definitions of the hotspot-helper script API for the Lua language server
+-- (LuaLS, sumneko). Point your editor at this folder, for example in `.luarc.json`:
+--   { "workspace.library": ["/path/to/hotspot-helper/docs/lua"] }
+-- Nothing here runs: the runtime provides these values. See docs/SCRIPTING.md.
+
+---@alias Confidence "none"|"low"|"high"
+---@alias CommandResult "success"|"failure"|"ui_required"|"command_not_recognized"|"authentication_required"|"unsupported_network"|"temporary_failure"
+---@alias CommandType "filter_scan_list"|"evaluate"|"authenticate"|"present_ui"|"maintain"|"logoff"
+
+---A network the device sees or has joined.
+---@class Network
+---@field ssid string
+---@field bssid string
+---@field signal_strength number 0.0 to 1.0
+---@field is_secure boolean
+---@field did_auto_join boolean
+---@field did_just_join boolean
+---@field is_chosen_helper boolean
+local Network = {}
+
+---How sure this helper is that it handles the network (evaluate, filter_scan_list).
+---@param level Confidence
+function Network:set_confidence(level) end
+
+---The network's WPA password, supplied from the scan list (filter_scan_list).
+---@param password string
+function Network:set_password(password) end
+
+---A response being built; `deliver()` sends it, once.
+---@class Response
+local Response = {}
+
+---@param network Network a network from `cmd.network` or `cmd.network_list`
+function Response:set_network(network) end
+
+---@param networks Network[] networks from `cmd.network_list`
+function Response:set_network_list(networks) end
+
+function Response:deliver() end
+
+---@class HTTPRedirect
+---@field status integer
+---@field url string
+
+---@class HTTPResponse
+---@field status integer
+---@field headers table<string, string|string[]> lower-case names; `set-cookie` is a list
+---@field body string
+---@field url string the final URL
+---@field redirects HTTPRedirect[]
+
+---@class HTTPOptions
+---@field url string
+---@field method? string default "GET", or "POST" when a body is given
+---@field headers? table<string, string>
+---@field body? string
+---@field form? table<string, string|number|boolean|(string|number|boolean)[]>
+---@field json? any
+---@field timeout? number seconds (default 10)
+---@field follow_redirects? boolean default true
+---@field max_redirects? integer default 10
+---@field max_body? integer bytes after decompression (default 1048576)
+
+---@class ProbeVerdict
+---@field state "connected"|"captive"|"not_connected"
+---@field portal_url? string
+---@field details string[]
+
+---What a handler receives.
+---@class Command
+---@field type CommandType
+---@field network? Network
+---@field network_list? Network[] the scan list (filter_scan_list)
+---@field store table<string, string> kept per helper and network across restarts (16 KiB)
+---@field answers? table<string, string> what the person entered (present_ui)
+local Command = {}
+
+---@param result CommandResult
+---@return Response
+function Command:create_response(result) end
+
+---An HTTP request over the command's network. Failure messages start with
+---`timeout`, `dns`, `connect`, `tls`, `too_large`, `not_allowed`, `redirect_loop` or `protocol`.
+---@param options HTTPOptions
+---@return HTTPResponse? response
+---@return string? problem
+function Command:http(options) end
+
+---The network's connectivity verdict.
+---@return ProbeVerdict
+function Command:probe() end
+
+---A venue credential from this helper's section of the secrets file.
+---@param name string
+---@return string
+function Command:secret(name) end
+
+---What a venue script returns.
+---@class VenueScript
+---@field name string display name, at most 15 characters
+---@field hosts string[] the only hosts it may reach: names, addresses, or "*.domain"
+---@field filter_scan_list? fun(cmd: Command): CommandResult|Response|nil
+---@field evaluate? fun(cmd: Command): Confidence|CommandResult|Response|nil
+---@field authenticate? fun(cmd: Command): CommandResult|Response|nil
+---@field present_ui? fun(cmd: Command): CommandResult|Response|nil
+---@field maintain? fun(cmd: Command): CommandResult|Response|nil
+---@field logoff? fun(cmd: Command): CommandResult|Response|nil
+
+---Waits; counts against the command's deadline.
+---@param seconds number
+function sleep(seconds) end
+
+time = {}
+---@return number seconds since the epoch
+function time.now() end
+
+log = {}
+---@param ... any
+function log.debug(...) end
+---@param ... any
+function log.info(...) end
+---@param ... any
+function log.warn(...) end
+---@param ... any
+function log.error(...) end
+
+json = {}
+---@param value any
+---@return string
+function json.encode(value) end
+---@param text string
+---@return any
+function json.decode(text) end
+
+url = {}
+---@param text string
+---@return string
+function url.encode(text) end
+---@param text string
+---@return string
+function url.decode(text) end
+---@class ParsedURL
+---@field scheme? string
+---@field user? string
+---@field password? string
+---@field host? string
+---@field port? integer
+---@field path string
+---@field query? string
+---@field fragment? string
+---@param text string
+---@return ParsedURL
+function url.parse(text) end
+---@param base string
+---@param reference string
+---@return string
+function url.resolve(base, reference) end
+---@param fields table<string, string|number|boolean|(string|number|boolean)[]>
+---@return string
+function url.query(fields) end
+
+base64 = {}
+---@param bytes string
+---@return string
+function base64.encode(bytes) end
+---@param text string
+---@return string
+function base64.decode(text) end
+
+---@class FormField
+---@field name? string
+---@field type string
+---@field value string
+---@field checked? boolean
+
+---@class Form
+---@field action string absolute
+---@field method "get"|"post"
+---@field id? string
+---@field name? string
+---@field fields FormField[]
+
+html = {}
+---@param page string
+---@param base_url string
+---@return Form[]
+function html.forms(page, base_url) end
+---@param page string
+---@return string
+function html.text(page) end
+---@param page string
+---@param base_url? string
+---@return { delay: number, url: string? }?
+function html.meta_refresh(page, base_url) end
+
+crypto = {}
+---@param data string
+---@param format? "raw"
+---@return string
+function crypto.md5(data, format) end
+---@param data string
+---@param format? "raw"
+---@return string
+function crypto.sha1(data, format) end
+---@param data string
+---@param format? "raw"
+---@return string
+function crypto.sha256(data, format) end
+---@param key string
+---@param message string
+---@param format? "raw"
+---@return string
+function crypto.hmac_sha256(key, message, format) end
