@@ -1,6 +1,7 @@
 internal import CLibXML2
 
-typealias HTMLNode = UnsafeMutablePointer<xmlNode>
+/// A node of a tree libxml2 built, from its HTML or its XML parser.
+typealias MarkupNode = UnsafeMutablePointer<xmlNode>
 
 /// A page as libxml2's HTML parser recovers it, freed with its owner.
 ///
@@ -24,13 +25,13 @@ struct HTMLDocument: ~Copyable {
     }
 
     /// The `<html>` element; nil for a page with no content at all.
-    var root: HTMLNode? { document.flatMap { xmlDocGetRootElement($0) } }
+    var root: MarkupNode? { document.flatMap { xmlDocGetRootElement($0) } }
 }
 
 /// Visits `root` and everything under it in document order, without recursion (pages
 /// nest deeply). `enter` says whether to visit a node's children; `leave` is called once
 /// a node and its children are done.
-func walk(_ root: HTMLNode, enter: (HTMLNode) -> Bool, leave: (HTMLNode) -> Void = { _ in }) {
+func walk(_ root: MarkupNode, enter: (MarkupNode) -> Bool, leave: (MarkupNode) -> Void = { _ in }) {
     var node = root
     while true {
         if enter(node), let child = node.pointee.children {
@@ -49,13 +50,14 @@ func walk(_ root: HTMLNode, enter: (HTMLNode) -> Bool, leave: (HTMLNode) -> Void
     }
 }
 
-/// The element's lower-case tag name (the parser lower-cases them), or nil for other nodes.
-func elementName(_ node: HTMLNode) -> String? {
+/// The element's tag name, or nil for other nodes. The HTML parser lower-cases names; the
+/// XML parser keeps them as written.
+func elementName(_ node: MarkupNode) -> String? {
     node.pointee.type == XML_ELEMENT_NODE ? String(cString: node.pointee.name) : nil
 }
 
-/// An attribute's value (names are lower-case), nil when the element has no such attribute.
-func attribute(_ element: HTMLNode, _ name: String) -> [UInt8]? {
+/// An attribute's value (HTML names are lower-case), nil when the element has no such attribute.
+func attribute(_ element: MarkupNode, _ name: String) -> [UInt8]? {
     var property = element.pointee.properties
     while let current = property {
         if String(cString: current.pointee.name) == name {
@@ -68,12 +70,12 @@ func attribute(_ element: HTMLNode, _ name: String) -> [UInt8]? {
 }
 
 /// The element's children, in order.
-func children(_ element: HTMLNode) -> some Sequence<HTMLNode> {
+func children(_ element: MarkupNode) -> some Sequence<MarkupNode> {
     siblings(from: element.pointee.children)
 }
 
-private func siblings(from first: HTMLNode?) -> some Sequence<HTMLNode> {
-    sequence(state: first) { (node: inout HTMLNode?) -> HTMLNode? in
+private func siblings(from first: MarkupNode?) -> some Sequence<MarkupNode> {
+    sequence(state: first) { (node: inout MarkupNode?) -> MarkupNode? in
         defer { node = node?.pointee.next }
         return node
     }
@@ -81,12 +83,12 @@ private func siblings(from first: HTMLNode?) -> some Sequence<HTMLNode> {
 
 /// The element's own text: its text children joined, not the text of elements inside it
 /// (the parser nests unclosed elements, and reading their text too would repeat work).
-func ownText(_ element: HTMLNode) -> [UInt8] {
+func ownText(_ element: MarkupNode) -> [UInt8] {
     Array(children(element).compactMap(text).joined())
 }
 
 /// The content of a text node; nil for other nodes.
-func text(_ node: HTMLNode) -> [UInt8]? {
+func text(_ node: MarkupNode) -> [UInt8]? {
     guard node.pointee.type == XML_TEXT_NODE, let content = node.pointee.content else { return nil }
     return Array(UnsafeBufferPointer(start: content, count: Int(xmlStrlen(content))))
 }
@@ -122,4 +124,13 @@ struct CollapsedText {
 
 func isASCIIWhitespace(_ byte: UInt8) -> Bool {
     byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0C || byte == 0x0D
+}
+
+/// The bytes without the ASCII white space at either end.
+func trimmedASCIIWhitespace(_ bytes: some BidirectionalCollection<UInt8>) -> [UInt8] {
+    Array(bytes.drop(while: isASCIIWhitespace).reversed().drop(while: isASCIIWhitespace).reversed())
+}
+
+func asciiLowercased(_ bytes: some Collection<UInt8>) -> [UInt8] {
+    bytes.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 + 32 : $0 }
 }

@@ -37,9 +37,9 @@ public enum HTMLLibrary {
 
     private static func forms(in document: borrowing HTMLDocument, baseURL: String) -> [LuaValue] {
         guard let root = document.root else { return [] }
-        var forms: [HTMLNode] = []
-        var controls: [(element: HTMLNode, kind: String, form: Int?)] = []
-        var openForm: HTMLNode?
+        var forms: [MarkupNode] = []
+        var controls: [(element: MarkupNode, kind: String, form: Int?)] = []
+        var openForm: MarkupNode?
         var baseHref: [UInt8]?
         walk(root, enter: { node in
             switch elementName(node) {
@@ -87,7 +87,7 @@ public enum HTMLLibrary {
     }
 
     /// `{ name, type, value, checked }`; nil for a button without a name, which submits nothing.
-    private static func field(_ element: HTMLNode, kind: String) -> LuaValue? {
+    private static func field(_ element: MarkupNode, kind: String) -> LuaValue? {
         var field = LuaTable()
         field["name"] = attribute(element, "name").map(LuaValue.string) ?? nil
         switch kind {
@@ -119,14 +119,14 @@ public enum HTMLLibrary {
         return .table(field)
     }
 
-    private static func fieldType(_ element: HTMLNode, default defaultType: String) -> String {
+    private static func fieldType(_ element: MarkupNode, default defaultType: String) -> String {
         let type = asciiLowercased(attribute(element, "type") ?? [])
         return type.isEmpty ? defaultType : String(decoding: type, as: UTF8.self)
     }
 
     /// The value of the first option marked selected, else of the first option, else "".
     /// Options are the select's children and its optgroups' children.
-    private static func selectedValue(_ select: HTMLNode) -> [UInt8] {
+    private static func selectedValue(_ select: MarkupNode) -> [UInt8] {
         let options = children(select)
             .flatMap { elementName($0) == "optgroup" ? Array(children($0)) : [$0] }
             .filter { elementName($0) == "option" }
@@ -229,9 +229,5 @@ public enum HTMLLibrary {
         let kept = bytes.filter { $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
         guard let first = kept.firstIndex(where: { $0 > 0x20 }), let last = kept.lastIndex(where: { $0 > 0x20 }) else { return "" }
         return String(decoding: kept[first...last], as: UTF8.self)
-    }
-
-    private static func asciiLowercased(_ bytes: some Collection<UInt8>) -> [UInt8] {
-        bytes.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 + 32 : $0 }
     }
 }

@@ -4,6 +4,6 @@ public import LuaSandbox
 public enum ScriptLibraries {
     public static let modules: [HostModule] = [
         TimeLibrary.module, JSONLibrary.module, Base64Library.module, URLLibrary.module, LogLibrary.module,
-        HTMLLibrary.module, CryptoLibrary.module, HTTPLibrary.module,
+        HTMLLibrary.module, CryptoLibrary.module, HTTPLibrary.module, WISPrLibrary.module,
     ]
 }

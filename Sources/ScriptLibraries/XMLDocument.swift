@@ -1,0 +1,43 @@
+internal import CLibXML2
+
+/// XML as libxml2's parser recovers it, freed with its owner.
+///
+/// Safe for text from the network: no DTD is loaded, no entity is substituted (so neither
+/// an external entity nor an expansion bomb can be read), nothing is fetched, and the
+/// parser keeps its own depth and size limits (no `XML_PARSE_HUGE`).
+struct XMLDocument: ~Copyable {
+    private let document: xmlDocPtr?
+    /// libxml2's last complaint when the text was not well-formed (the tree is what it
+    /// recovered), else nil.
+    let problem: String?
+
+    init(parsing text: [UInt8]) {
+        guard let context = xmlNewParserCtxt() else {
+            document = nil
+            problem = "libxml2 could not allocate a parser"
+            return
+        }
+        defer { xmlFreeParserCtxt(context) }
+        // CDATA sections become plain text, which is all a reader of values wants.
+        let options = XML_PARSE_RECOVER.rawValue | XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue
+            | XML_PARSE_NOWARNING.rawValue | XML_PARSE_NOCDATA.rawValue
+        document = text.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) {
+                xmlCtxtReadMemory(context, $0.baseAddress, Int32(bytes.count), nil, nil, Int32(options))
+            }
+        }
+        guard context.pointee.wellFormed == 0 else {
+            problem = nil
+            return
+        }
+        let message = xmlCtxtGetLastError(context)?.pointee.message.map { String(cString: $0) } ?? "not well-formed"
+        problem = String(decoding: trimmedASCIIWhitespace(message.utf8), as: UTF8.self)
+    }
+
+    deinit {
+        if let document { xmlFreeDoc(document) }
+    }
+
+    /// The root element; nil when the parser found none.
+    var root: MarkupNode? { document.flatMap { xmlDocGetRootElement($0) } }
+}
