@@ -12,7 +12,8 @@ struct Demo: AsyncParsableCommand {
             Starts simulated venues on loopback (a DNS responder sends every name to them, as a \
             captive network's resolver does), loads the scripts as helpers and goes through: \
             the scan list (who claims which network, with display names and passwords), a join \
-            of each venue (evaluate across all helpers, authenticate), a form that needs a \
+            of each venue (evaluate across all helpers, authenticate: a terms page, a login form \
+            with CSRF field and cookie, WISPr), a form that needs a \
             person (present_ui, answered by --answer or --answers), a session that expires \
             (maintain logs in again), and logoff. After each step a connectivity probe checks \
             what the helpers claimed.
@@ -157,7 +158,13 @@ struct DemoVenue {
     static let campusUser = "student-2026"
     static let campusPassword = "campus-pass-4417"
 
-    static let secrets = Secrets(["campus": ["wifi_password": "campus-wpa-2026", "username": campusUser, "password": campusPassword]])
+    static let airportUser = "traveller"
+    static let airportPassword = "airport-2026-fly"
+
+    static let secrets = Secrets([
+        "campus": ["wifi_password": "campus-wpa-2026", "username": campusUser, "password": campusPassword],
+        "airport": ["username": airportUser, "password": airportPassword],
+    ])
 
     static let all: [DemoVenue] = [
         DemoVenue(ssid: "Aroma-Guest", isSecure: false, scenario: .clickThrough,
@@ -169,6 +176,12 @@ struct DemoVenue {
                       $0.password = campusPassword
                   },
                   story: "username, password, CSRF field and session cookie (campus.lua)"),
+        DemoVenue(ssid: "Airport-Free-WiFi", isSecure: false, scenario: .wispr,
+                  settings: settings(portalHost: "wifi.airport.example", venue: "Airport") {
+                      $0.username = airportUser
+                      $0.password = airportPassword
+                  },
+                  story: "a WISPr 1.0 smart-client login (airport.lua)"),
         DemoVenue(ssid: "City-Library", isSecure: false, scenario: .email,
                   settings: settings(portalHost: "wifi.library.example", venue: "City Library"),
                   story: "an email address only a person can give (library.lua, present_ui)"),

@@ -14,10 +14,11 @@ struct DemoTests {
         for line in ["Campus-WiFi: Campus Wi-Fi (campus), password supplied",
                      "[City-Library] authenticating ⇒ presenting_ui (library)",
                      "[Grand-Hotel] maintain → hotel: success",
+                     "[Airport-Free-WiFi] authenticate → airport: success",
                      "[Aroma-Guest] logging_off ⇒ inactive (aroma)"] {
             #expect(run.output.contains(line))
         }
-        #expect(!run.output.contains("campus-pass-4417"))
+        #expect(!run.output.contains("campus-pass-4417") && !run.output.contains("airport-2026-fly"))
     }
 
     @Test func jsonLinesOnly() async throws {

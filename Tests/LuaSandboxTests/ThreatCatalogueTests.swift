@@ -86,8 +86,10 @@ let threatCatalogue: [Threat] = [
 ]
 
 /// Every threat runs in an engine holding a second script; each must end with the expected
-/// class of outcome within the deadline plus the kill grace (and a margin for a loaded
-/// machine: precision is measured by `make bench`), and leave both scripts serving.
+/// class of outcome within the deadline plus the kill grace (and a margin for a machine
+/// loaded by every other suite running at once on 2 cores: precision is measured by
+/// `make bench`; this bound tells a stopped script from a hung one), and leave both
+/// scripts serving.
 @Suite(.serialized) struct ThreatCatalogueTests {
     static let engine = try! makeEngine(workers: 2, deadline: .milliseconds(300))
 
@@ -113,7 +115,7 @@ let threatCatalogue: [Threat] = [
         let elapsed = milliseconds(since: start)
         let kind: LuaScriptError.Kind? = if case .failure(let error) = outcome.result { error.kind } else { nil }
         #expect(threat.outcomes.contains(kind), "got \(outcome.result)")
-        #expect(elapsed <= 300 + 200 + 300, "took \(elapsed) ms")
+        #expect(elapsed <= 300 + 200 + 1500, "took \(elapsed) ms")
         #expect(try await engine.call(attacker, "check").get() == ["A", "B", "function", "userdata", "nil"])
         #expect(try await engine.call(bystander, "ping").get() == ["pong"])
     }

@@ -212,3 +212,32 @@ function crypto.sha256(data, format) end
 ---@param format? "raw"
 ---@return string
 function crypto.hmac_sha256(key, message, format) end
+
+---A WISPr message (WISPAccessGatewayParam) as `wispr.parse` reads it.
+---@class WISPrMessage
+---@field message "redirect"|"proxy"|"authentication_reply"|"authentication_poll_reply"|"logoff_reply"|"abort_login_reply"|"unknown"
+---@field message_type? integer
+---@field response_code? integer 0, 50 login succeeded, 100 login failed, 150 logoff succeeded, 200 proxy, 201 pending, ...
+---@field access_procedure? string
+---@field access_location? string
+---@field location_name? string
+---@field login_url? string
+---@field abort_login_url? string
+---@field next_url? string
+---@field delay? integer
+---@field logoff_url? string
+---@field login_results_url? string
+---@field reply_message? string
+---@field elements table<string, string> every element by its original name
+
+wispr = {}
+---@param page string
+---@return WISPrMessage? message nil when the page carries none
+---@return string? problem when the XML is broken beyond repair
+function wispr.parse(page) end
+---@param message WISPrMessage a Redirect, with `login_url`
+---@param username string
+---@param password string
+---@param originating_server? string
+---@return table<string, string> form fields for cmd:http{ form = ... }
+function wispr.login_form(message, username, password, originating_server) end
