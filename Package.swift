@@ -63,11 +63,13 @@ let package = Package(
             swiftSettings: swiftSettings),
         // A small example of the engine on its own, without hotspots.
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+        // What several test targets share: running blocking work off Swift concurrency's threads.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "HotspotRuntimeTests", dependencies: ["HotspotRuntime", "HotspotNetwork", "ScriptLibraries"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HotspotNetworkTests",
             dependencies: [
-                "HotspotNetwork", "ScriptLibraries", "LuaSandbox", .product(name: "Hummingbird", package: "hummingbird"),
+                "HotspotNetwork", "ScriptLibraries", "LuaSandbox", "TestSupport", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),
@@ -75,7 +77,7 @@ let package = Package(
             name: "PortalSimulatorTests",
             dependencies: ["PortalSimulator", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
-        .testTarget(name: "HotspotCLITests", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotCLITests", dependencies: ["LuaSandbox", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
     ]
 )

@@ -1,6 +1,7 @@
 import Foundation
 import LuaSandbox
 import Testing
+import TestSupport
 
 /// The built `hotspot-helper` executable, run as a user would.
 struct CLI {
@@ -30,12 +31,9 @@ struct CLI {
         return (process, output, errors)
     }
 
-    /// Runs the process to its end on a thread of its own: waiting on it must not hold one
-    /// of the few threads that Swift concurrency (and the runtime's timers in other tests) share.
+    /// Runs the process to its end, waiting on a thread of its own.
     static func run(_ arguments: [String], executable: String = path) async throws -> Run {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try runToEnd(arguments, executable: executable) }) }.start()
-        }
+        try await onOwnThread { try runToEnd(arguments, executable: executable) }
     }
 
     private static func runToEnd(_ arguments: [String], executable: String) throws -> Run {

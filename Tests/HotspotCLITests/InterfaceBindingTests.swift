@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +11,7 @@ import Glibc
 ///
 ///     client vethA0 198.18.1.2 ── vethA1 host A: 198.18.1.1 (+ .20), resolver answers .20
 ///     client vethB0 198.18.1.3 ── vethB1 host B: 198.18.1.1 (+ .10), resolver answers .10
-final class TwoNetworks {
+final class TwoNetworks: @unchecked Sendable {  // set up in init, torn down in deinit
     let prefix = "hh\(getpid() % 100_000)"
     var client: String { prefix + "c" }
     private var servers: [NamespaceServer] = []
@@ -192,7 +193,7 @@ struct InterfaceBindingTests {
     }
 
     @Test func aBoundRequestLeavesByItsInterfaceWhateverTheRoutesSay() async throws {
-        let networks = try TwoNetworks()
+        let networks = try await onOwnThread { try TwoNetworks() }
         let directory = try CLI.temporaryDirectory(scripts: ["fetcher.lua": Self.script(fetching: "http://198.18.1.1/")])
         let routed = try await networks.runInClient(["connect", "--scripts", directory, "--json"])
         #expect(answer(routed) == "host A")
@@ -203,7 +204,7 @@ struct InterfaceBindingTests {
     }
 
     @Test func namesResolveThroughTheBoundNetworksResolver() async throws {
-        let networks = try TwoNetworks()
+        let networks = try await onOwnThread { try TwoNetworks() }
         let directory = try CLI.temporaryDirectory(scripts: ["fetcher.lua": Self.script(fetching: "http://portal.test/")])
         // Both resolvers are 198.18.1.1; only the interface decides which one answers.
         let viaB = try await networks.runInClient(["connect", "--scripts", directory, "--interface", networks.interfaceB,

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @Suite("hotspot-helper networks")
 struct NetworksTests {
@@ -37,7 +38,7 @@ struct NetworksTests {
         let list = try scanList(#"[{"ssid": "Other"}]"#)
         let (process, output, _) = try CLI.start(["networks", "--scripts", Self.scripts, "--scan-list", list, "--watch"])
         defer { process.terminate() }
-        let seen = try await Task.detached {
+        let seen = try await onOwnThread {
             var text = ""
             var changed = false
             while !text.contains("Aroma Wi-Fi") {
@@ -50,7 +51,7 @@ struct NetworksTests {
                 }
             }
             return text
-        }.value
+        }
         #expect(seen.contains("Other  -"))
         #expect(seen.contains("Aroma Wi-Fi (aroma)"))
     }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `hotspot-helper simulate` as a separate process, the way an operator runs it.
-final class SimulatorProcess {
+final class SimulatorProcess: Sendable {
     let process: Process
     let url: String
 
@@ -28,7 +29,7 @@ final class SimulatorProcess {
 @Suite("hotspot-helper probe")
 struct ProbeTests {
     @Test func captiveThenConnectedAfterTheLogin() async throws {
-        let simulator = try SimulatorProcess(scenario: "click-through")
+        let simulator = try await onOwnThread { try SimulatorProcess(scenario: "click-through") }
         #expect(simulator.url.hasPrefix("http://127.0.0.1:"))
         let probeURL = simulator.url + "generate_204"
         let captive = try await CLI.run(["probe", "--url", probeURL])
