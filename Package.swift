@@ -32,7 +32,8 @@ let package = Package(
         // The engine's worker process with no extra host modules.
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // `make bench`: the engine measured against the hotspot's runtime goals.
-        .executableTarget(name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotRuntime"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotRuntime", "PortalSimulator"], swiftSettings: swiftSettings),
         // libcurl's variadic setters and callbacks, which Swift cannot call directly.
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("curl")]),
         // libxml2's tolerant HTML parser and OpenSSL's digests, for the script libraries.

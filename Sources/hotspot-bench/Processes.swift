@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LuaSandbox
 
 struct BenchError: Error, CustomStringConvertible {
     let description: String
@@ -33,9 +34,45 @@ func runProcess(_ arguments: [String], input: [UInt8] = []) throws -> String {
     return String(decoding: output, as: UTF8.self)
 }
 
+/// One run of a program, timed from `posix_spawn`.
+struct TimedRun {
+    /// Nanoseconds to the first chunk of its output that completed a line containing the
+    /// marker; nil when none did.
+    let toMarker: Double?
+    /// Nanoseconds until it closed its standard output and was reaped.
+    let toExit: Double
+    let output: String
+}
+
+/// Runs a program to its end like `runProcess`, timing it from the spawn: to the first
+/// output line containing `marker`, read as it arrives, and to the exit. Throws when it
+/// does not exit with status 0, or the marker never came.
+func timedRun(_ arguments: [String], marker: String? = nil) throws -> TimedRun {
+    let start = Deadline.now.nanoseconds
+    let child = try ChildProcess(arguments)
+    child.closeInput()
+    var output: [UInt8] = []
+    var toMarker: Double?
+    var chunk = [UInt8](repeating: 0, count: 1 << 14)
+    while case let count = child.receive(into: &chunk), count > 0 {
+        output += chunk[0..<count]
+        // Only whole lines are searched, and only until the marker is found.
+        if let marker, toMarker == nil, let lastLine = output.lastIndex(of: UInt8(ascii: "\n")),
+           String(decoding: output[...lastLine], as: UTF8.self).contains(marker) {
+            toMarker = nanoseconds(since: start)
+        }
+    }
+    let status = child.wait()
+    let toExit = nanoseconds(since: start)
+    let text = String(decoding: output, as: UTF8.self)
+    guard status == 0 else { throw BenchError("\(arguments.joined(separator: " ")) failed (wait status \(status)): \(text.suffix(400))") }
+    if let marker, toMarker == nil { throw BenchError("\(arguments[0]) never wrote a line with \(marker)") }
+    return TimedRun(toMarker: toMarker, toExit: toExit, output: text)
+}
+
 /// A process started with pipes to its standard input and from its standard output.
 final class ChildProcess {
-    private let pid: pid_t
+    let pid: pid_t
     private var input: Int32
     private let output: Int32
 
@@ -123,17 +160,70 @@ struct ResidentMemory {
 
     /// Parses the text of a /proc/<pid>/status file.
     init(status: String) throws {
-        func kilobytes(_ field: String) throws -> Int {
-            // A line such as "VmRSS:\t    2476 kB".
-            let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") }
-            guard let line, let kilobytes = Int(line.filter(\.isNumber)) else {
-                throw BenchError("no \(field) in a process status")
-            }
-            return kilobytes * 1024
-        }
-        total = try kilobytes("VmRSS")
-        anonymous = try kilobytes("RssAnon")
+        total = try bytes(of: "VmRSS", in: status)
+        anonymous = try bytes(of: "RssAnon", in: status)
     }
+}
+
+/// The resident memory of a process and its children (a supervisor and its worker
+/// processes), added up.
+struct ProcessTreeMemory {
+    let processes: Int
+    /// VmRSS added up: a page the processes share (their common libraries) counts once
+    /// for each of them.
+    let resident: Int
+    /// RssAnon added up: their own heaps and stacks.
+    let anonymous: Int
+    /// Pss added up (from /proc/<pid>/smaps_rollup): each shared page is divided among the
+    /// processes that map it, so the sum counts it once.
+    let proportional: Int
+
+    init(root: pid_t) throws {
+        let pids = [root] + (try childProcesses(of: root))
+        var resident = 0
+        var anonymous = 0
+        var proportional = 0
+        for pid in pids {
+            let memory = try ResidentMemory(pid: pid)
+            resident += memory.total
+            anonymous += memory.anonymous
+            proportional += try bytes(of: "Pss", in: readFile("/proc/\(pid)/smaps_rollup"))
+        }
+        processes = pids.count
+        self.resident = resident
+        self.anonymous = anonymous
+        self.proportional = proportional
+    }
+}
+
+/// A size field of a /proc file, such as the line "VmRSS:\t    2476 kB", in bytes.
+private func bytes(of field: String, in text: String) throws -> Int {
+    let line = text.split(separator: "\n").first { $0.hasPrefix(field + ":") }
+    guard let line, let kilobytes = Int(line.filter(\.isNumber)) else {
+        throw BenchError("no \(field) in a /proc file")
+    }
+    return kilobytes * 1024
+}
+
+/// The processes whose parent is `parent`, from /proc/<pid>/stat (whose fourth field is
+/// the parent's id). Scanning all of /proc, rather than /proc/<pid>/task/*/children,
+/// because that lists each thread's children separately and the supervisor starts
+/// workers from whichever thread it is on.
+private func childProcesses(of parent: pid_t) throws -> [pid_t] {
+    guard let directory = opendir("/proc") else { throw BenchError("cannot list /proc") }
+    defer { closedir(directory) }
+    var children: [pid_t] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        guard let pid = pid_t(name), pid != parent,
+              // A process that ended since the listing has no stat any more.
+              let stat = try? readFile("/proc/\(pid)/stat"),
+              // "1234 (name, which may hold spaces and parentheses) S 1200 ...".
+              let close = stat.lastIndex(of: ")") else { continue }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        if fields.count > 1, pid_t(fields[1]) == parent { children.append(pid) }
+    }
+    return children
 }
 
 private func readFile(_ path: String) throws -> String {

@@ -1,4 +1,3 @@
-import Foundation
 import HotspotRuntime
 import LuaSandbox
 import Synchronization
@@ -16,16 +15,12 @@ struct RuntimeBench {
     let probe: RuntimeProbe
     /// The scripts loaded outside the runtime, in the same order as `sources`.
     let direct: [ScriptHandle]
-    private let directory: String
+    private let directory: ScratchDirectory
 
     init(sources: [String]) async throws {
-        directory = NSTemporaryDirectory() + "hotspot-bench-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        for (number, text) in sources.enumerated() {
-            try text.write(toFile: "\(directory)/\(Self.helperID(number)).lua", atomically: false, encoding: .utf8)
-        }
+        directory = try ScratchDirectory(helperScripts: sources)
         engine = try LuaEngine(HotspotRuntime.engineConfiguration())
-        let (helpers, problems) = await HotspotRuntime.loadHelpers(at: directory, into: engine)
+        let (helpers, problems) = await HotspotRuntime.loadHelpers(at: directory.path, into: engine)
         guard problems.isEmpty, helpers.count == sources.count else {
             throw BenchError("the bench's venue scripts did not load: \(problems)")
         }
@@ -50,7 +45,7 @@ struct RuntimeBench {
     /// timer (a sleeping task) until the process ends, which is harmless here.
     func finish() {
         engine.shutdown()
-        try? FileManager.default.removeItem(atPath: directory)
+        directory.remove()
     }
 
     /// The command table the runtime sends for `command` on a network it just saw (see
@@ -77,6 +72,7 @@ final class RuntimeProbe: Sendable {
     }
 
     private let decision = Mutex<Decision?>(nil)
+    private let logMessages = Mutex<[String]>([])
     let failedCommands = Atomic<Int>(0)
 
     func record(_ event: HotspotEvent) {
@@ -87,6 +83,9 @@ final class RuntimeProbe: Sendable {
         case .command where event.result != .success:
             // Helpers cancelled once another claimed the network do not count.
             if event.error != "cancelled" { failedCommands.add(1, ordering: .relaxed) }
+        case .log:
+            // Scripts that time themselves report by logging.
+            if let message = event.message { logMessages.withLock { $0.append(message) } }
         default:
             break
         }
@@ -94,4 +93,7 @@ final class RuntimeProbe: Sendable {
 
     /// The last decision seen, forgetting it.
     func takeDecision() -> Decision? { decision.withLock { value in defer { value = nil }; return value } }
+
+    /// The messages scripts logged since the last call, oldest first, forgetting them.
+    func takeLogMessages() -> [String] { logMessages.withLock { messages in defer { messages = [] }; return messages } }
 }

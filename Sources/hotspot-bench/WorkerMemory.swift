@@ -17,13 +17,13 @@ func measureWorkerMemory() async throws -> [Figure] {
             name: "Idle worker RSS, \(count) script\(count == 1 ? "" : "s")",
             result: "\(mebibytes(worker.total)) (anonymous \(mebibytes(worker.anonymous)))",
             baseline: (mebibytes(stock.total), ratio(Double(worker.total), over: Double(stock.total)),
-                       "Worker RSS: VmRSS of a lua5.4 process holding the same scripts in one state."),
+                       "RSS: VmRSS of a lua5.4 process holding the same scripts in one state."),
             goals: count == 50 ? [.init(text: "≤ 30 MiB", met: worker.total <= 30 << 20)] : []))
     }
     return figures
 }
 
-private extension StockLua {
+extension StockLua {
     /// Runs every source's main chunk, keeps what they return, and returns the process's
     /// /proc status at that point.
     static func run(holding sources: [String]) throws -> String {

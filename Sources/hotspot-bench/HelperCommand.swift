@@ -1,0 +1,57 @@
+import Foundation
+import LuaSandbox
+
+/// The `hotspot-helper` command line, run as a person runs it: whole processes.
+enum HelperCommand {
+    /// The executable beside this one: `make bench` builds every product in release first.
+    static let path = LuaEngine.Configuration.executableBesideCurrent(named: "hotspot-helper")
+
+    /// A bundled venue script (Scripts/<name>.lua), found from this source file rather
+    /// than the current directory, so the bench runs from anywhere in a checkout.
+    static func bundledScript(_ name: String) throws -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let path = root.appendingPathComponent("Scripts/\(name).lua").path
+        guard FileManager.default.fileExists(atPath: path) else { throw BenchError("no bundled script at \(path)") }
+        return path
+    }
+
+    /// `hotspot-helper connect` with `arguments`, JSON events, and every command's
+    /// deadline short, so a run that hangs fails the figure instead of stalling the bench.
+    static func connect(_ arguments: [String]) -> [String] {
+        [path, "connect", "--json", "--deadline", "10"] + arguments
+    }
+}
+
+/// A directory of its own under the temporary directory, for scripts and secrets.
+struct ScratchDirectory {
+    let path: String
+
+    init() throws {
+        path = NSTemporaryDirectory() + "hotspot-bench-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    /// A directory holding `sources` as helper scripts, named by `RuntimeBench.helperID` so
+    /// the runtime's load order (sorted names) is the order of `sources`.
+    init(helperScripts sources: [String]) throws {
+        try self.init()
+        for (number, text) in sources.enumerated() {
+            try write(text, to: RuntimeBench.helperID(number) + ".lua")
+        }
+    }
+
+    /// Writes `text` to the file `name` in the directory, readable by its owner only when
+    /// `private`; returns the file's path.
+    @discardableResult
+    func write(_ text: String, to name: String, private: Bool = false) throws -> String {
+        let file = path + "/" + name
+        try text.write(toFile: file, atomically: false, encoding: .utf8)
+        if `private` { try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file) }
+        return file
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
