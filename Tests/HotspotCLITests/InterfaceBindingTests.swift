@@ -118,7 +118,9 @@ final class NamespaceServer: @unchecked Sendable {
         return unsafeBitCast(symbol, to: SetNamespace.self)(handle, cloneNewNet)
     }
 
-    func stop() { sockets.forEach { shutdown($0, Int32(SHUT_RDWR)); close($0) } }
+    /// Wakes the serving thread, which closes the sockets itself: closing them here could
+    /// let it read from other sockets that reused the numbers.
+    func stop() { sockets.forEach { shutdown($0, Int32(SHUT_RDWR)) } }
 
     private static func socket(_ type: __socket_type, port: UInt16) -> Int32 {
         let socket = Glibc.socket(AF_INET, Int32(type.rawValue), 0)
@@ -133,6 +135,7 @@ final class NamespaceServer: @unchecked Sendable {
     }
 
     private func serve(web: Int32, dns: Int32, body: String, answer: String) {
+        defer { close(web); close(dns) }
         let address = answer.split(separator: ".").compactMap { UInt8($0) }
         var descriptors = [pollfd(fd: web, events: Int16(POLLIN), revents: 0), pollfd(fd: dns, events: Int16(POLLIN), revents: 0)]
         let closed = Int16(POLLNVAL | POLLHUP | POLLERR)

@@ -139,9 +139,12 @@ final class TestDNSServer: Sendable {
         thread.start()
     }
 
-    func stop() { shutdown(socket, Int32(SHUT_RDWR)); close(socket) }
+    /// Wakes the serving thread, which closes the socket itself: closing it here could let
+    /// the thread read from another socket that reused the number.
+    func stop() { shutdown(socket, Int32(SHUT_RDWR)) }
 
     private func serve() {
+        defer { close(socket) }
         var buffer = [UInt8](repeating: 0, count: 512)
         while true {
             var from = sockaddr_in()
