@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+internal import CLuaSandbox
 
 /// One running worker process and the supervisor's end of its socket.
 final class WorkerProcess: Sendable {
@@ -32,6 +33,9 @@ final class WorkerProcess: Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, childEnd, SandboxWorker.descriptor)
+        // Nothing else of the supervisor's leaks into a worker: not its sockets, and not
+        // the write ends of pipes that others wait on for end of file.
+        sbx_spawn_close_from(&actions, SandboxWorker.descriptor + 1)
         let arguments = [executable, SandboxWorker.launchArgument, String(getpid())]
         var argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 import Testing
 import LuaSandbox
 
@@ -123,5 +124,19 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         engine.shutdown()
         let error = await #expect(throws: LuaScriptError.self) { try await call.value.get() }
         #expect(error?.kind == .workerLost)
+    }
+
+    /// A worker holds only its standard descriptors and its socket: an inherited write end
+    /// of someone's pipe would keep that reader from ever seeing end of file.
+    @Test func workersInheritNoOtherDescriptors() async throws {
+        var pipeEnds: [Int32] = [-1, -1]
+        #expect(pipe(&pipeEnds) == 0)
+        defer { pipeEnds.forEach { close($0) } }
+        let engine = try makeEngine(workers: 1, deadline: .seconds(5))
+        defer { engine.shutdown() }
+        let pid = engine.workerProcessIDs[0]
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").compactMap { Int32($0) }.sorted()
+        #expect(descriptors.allSatisfy { $0 <= 3 }, "worker descriptors: \(descriptors)")
+        #expect(descriptors.contains(3))
     }
 }
