@@ -131,17 +131,19 @@ public struct BoundHTTPClient: Sendable {
         for header in headers { lists.append("\(header.name): \(header.value)", to: \.headers) }
         if lists.headers != nil { hh_curl_set_pointer(handle, CURLOPT_HTTPHEADER, lists.headers) }
         switch method {
-        case "GET": hh_curl_set_long(handle, CURLOPT_HTTPGET, 1)
         case "HEAD": hh_curl_set_long(handle, CURLOPT_NOBODY, 1)
-        default:
-            if method != "POST" { hh_curl_set_string(handle, CURLOPT_CUSTOMREQUEST, method) }
+        case "GET" where body == nil: hh_curl_set_long(handle, CURLOPT_HTTPGET, 1)
+        case "POST": break
+        // Giving a body makes libcurl send a POST; any other method is named outright.
+        default: hh_curl_set_string(handle, CURLOPT_CUSTOMREQUEST, method)
         }
-        if let body {
-            hh_curl_set_offset(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
-            body.withUnsafeBytes { _ = hh_curl_set_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!)) }
-        } else if method == "POST" {
-            hh_curl_set_offset(handle, CURLOPT_POSTFIELDSIZE_LARGE, 0)
-            hh_curl_set_string(handle, CURLOPT_COPYPOSTFIELDS, "")
+        if body != nil || method == "POST" {
+            let bytes = body ?? []
+            hh_curl_set_offset(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
+            // A terminating zero, so even an empty body has an address to copy from.
+            (bytes + [0]).withUnsafeBytes {
+                _ = hh_curl_set_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress!))
+            }
         }
         hh_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION, TransferState.receiveBody)
         hh_curl_set_pointer(handle, CURLOPT_WRITEDATA, context.toOpaque())

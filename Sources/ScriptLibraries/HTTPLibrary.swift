@@ -14,7 +14,7 @@ public enum HTTPLibrary {
         ("request", { (call: borrowing HostCall) throws -> [LuaValue] in
             let context = try call.table(0)
             let request = try request(from: try call.table(1)) { HostError("cmd:http: " + $0) }
-            let client = try client(for: context)
+            let client = client(for: context)
             let deadline = call.deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
             // The closure outlives this borrow of `call`, so it reads the flag through the state's copy.
             let interruption = call.interruptionCheck
@@ -57,7 +57,7 @@ public enum HTTPLibrary {
         }
     }
 
-    static func client(for context: LuaTable) throws -> BoundHTTPClient {
+    static func client(for context: LuaTable) -> BoundHTTPClient {
         var hosts: [HostPattern] = []
         for value in context["hosts"].tableValue?.array ?? [] {
             if let text = value.stringValue, case .success(let pattern) = HostPattern.parse(text) { hosts.append(pattern) }

@@ -1,8 +1,6 @@
 import ArgumentParser
 import Foundation
-import HotspotNetwork
 import HotspotRuntime
-import LuaSandbox
 
 struct Connect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -32,13 +30,7 @@ struct Connect: AsyncParsableCommand {
     @Flag(help: "The network is secured (WPA).")
     var secure = false
 
-    @Option(help: ArgumentHelp("The interface the network's traffic leaves by (default: the default route's).", valueName: "iface"))
-    var interface: String?
-
-    @Option(name: .customLong("resolver"),
-            help: ArgumentHelp("The network's DNS resolver, asked through --interface; repeatable (default: the system's).",
-                               valueName: "address[:port]"))
-    var resolvers: [String] = []
+    @OptionGroup var network: NetworkOptions
 
     @Option(name: .customLong("probe-url"),
             help: ArgumentHelp("A connectivity probe for cmd:probe(), replacing the defaults; repeatable. Open means 204, or 200 saying \"success\".",
@@ -72,50 +64,29 @@ struct Connect: AsyncParsableCommand {
         guard deadline > 0 else { throw ValidationError("--deadline must be a positive number of seconds") }
         guard maintainInterval > 0 else { throw ValidationError("--maintain-interval must be a positive number of seconds") }
         guard stay >= 0 else { throw ValidationError("--stay must be 0 or more seconds") }
-        for resolver in resolvers where !NetworkBinding.isResolverAddress(resolver) {
-            throw ValidationError("--resolver \(resolver) is not an IPv4 address with an optional port, such as 192.0.2.53 or 127.0.0.1:5353")
-        }
-        for url in probeURLs where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
-            throw ValidationError("--probe-url \(url) is not an http:// or https:// URL")
-        }
-        if let interface, if_nametoindex(interface) == 0 {
-            throw ValidationError("--interface \(interface): no such network interface (see `ip link`)")
-        }
+        try NetworkOptions.validateProbeURLs(probeURLs, flag: "--probe-url")
     }
 
     func run() async throws {
         let output = EventOutput(json: json)
-        let engine: LuaEngine
-        do {
-            engine = try LuaEngine(HotspotRuntime.engineConfiguration())
-        } catch {
-            output.fail("cannot start the script engine: \(error)")
-            throw ExitCode(2)
-        }
-        defer { engine.shutdown() }
-        let (helpers, problems) = await HotspotRuntime.loadHelpers(at: scripts, into: engine)
-        guard problems.isEmpty else {
-            problems.forEach { output.fail($0.description) }
-            output.fail("fix the script\(problems.count == 1 ? "" : "s") above; `hotspot-helper check` lists every problem")
-            throw ExitCode(2)
-        }
+        let loaded = try await LoadedHelpers.load(scripts, output: output)
+        defer { loaded.engine.shutdown() }
+        let loadedSecrets = try LoadedHelpers.secrets(at: secrets, output: output)
         let persistence: StateDirectory
-        var loadedSecrets = Secrets()
         do {
             persistence = try StateDirectory(path: stateDirectory)
-            if let secrets { loadedSecrets = try Secrets.load(path: secrets) }
         } catch {
             output.fail("\(error)")
             throw ExitCode(2)
         }
         let runtime = HotspotRuntime(
-            engine: engine, helpers: helpers, persistence: persistence,
+            engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,
             configuration: .init(commandDeadline: .seconds(deadline), maintainInterval: .seconds(maintainInterval),
                                  secrets: loadedSecrets, caFile: caFile),
             events: output.write)
-        let network = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure,
-                                         interface: interface, resolvers: resolvers, probeURLs: probeURLs)
-        await runtime.join(network)
+        let joined = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure,
+                                         interface: network.interface, resolvers: network.resolvers, probeURLs: probeURLs)
+        await runtime.join(joined)
         if stay > 0 { try? await Task.sleep(for: .seconds(stay)) }
         let state = await runtime.state(of: ssid)
         output.write(HotspotEvent(event: .done, network: ssid, helper: await runtime.chosenHelper(of: ssid), state: state))

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import HotspotNetwork
 import HotspotRuntime
-import LuaSandbox
 import PortalSimulator
 
 struct Demo: AsyncParsableCommand {
@@ -66,22 +65,14 @@ struct Demo: AsyncParsableCommand {
                                probeURLs: ["http://connectivitycheck.demo.example:\(portal.port)/generate_204"])
         }
 
-        let engine: LuaEngine
-        do {
-            engine = try LuaEngine(HotspotRuntime.engineConfiguration())
-        } catch {
-            output.fail("cannot start the script engine: \(error)")
-            throw ExitCode(2)
-        }
-        defer { engine.shutdown() }
-        let (helpers, problems) = await HotspotRuntime.loadHelpers(at: scripts, into: engine)
-        guard problems.isEmpty, !helpers.isEmpty else {
-            problems.forEach { output.fail($0.description) }
-            output.fail(problems.isEmpty ? "no scripts in \(scripts)" : "fix the scripts above; `hotspot-helper check` lists every problem")
+        let loaded = try await LoadedHelpers.load(scripts, output: output)
+        defer { loaded.engine.shutdown() }
+        guard !loaded.helpers.isEmpty else {
+            output.fail("no scripts in \(scripts)")
             throw ExitCode(2)
         }
         let runtime = HotspotRuntime(
-            engine: engine, helpers: helpers, persistence: try StateDirectory(path: scratch + "/state"),
+            engine: loaded.engine, helpers: loaded.helpers, persistence: try StateDirectory(path: scratch + "/state"),
             configuration: .init(commandDeadline: .seconds(10), maintainInterval: .seconds(3600), secrets: DemoVenue.secrets),
             events: output.write)
         var story = DemoStory(output: output)

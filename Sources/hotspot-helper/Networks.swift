@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import HotspotRuntime
-import LuaSandbox
 
 struct Networks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -34,28 +33,11 @@ struct Networks: AsyncParsableCommand {
     func run() async throws {
         let output = EventOutput(json: false)
         var networks = try readScanList(output)
-        let engine: LuaEngine
-        do {
-            engine = try LuaEngine(HotspotRuntime.engineConfiguration())
-        } catch {
-            output.fail("cannot start the script engine: \(error)")
-            throw ExitCode(2)
-        }
-        defer { engine.shutdown() }
-        let (helpers, problems) = await HotspotRuntime.loadHelpers(at: scripts, into: engine)
-        guard problems.isEmpty else {
-            problems.forEach { output.fail($0.description) }
-            throw ExitCode(2)
-        }
-        var loadedSecrets = Secrets()
-        do {
-            if let secrets { loadedSecrets = try Secrets.load(path: secrets) }
-        } catch {
-            output.fail("\(error)")
-            throw ExitCode(2)
-        }
+        let loaded = try await LoadedHelpers.load(scripts, output: output)
+        defer { loaded.engine.shutdown() }
+        let loadedSecrets = try LoadedHelpers.secrets(at: secrets, output: output)
         // Only failures are worth showing here; the table says the rest.
-        let runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: try StateDirectory(path: nil),
+        let runtime = HotspotRuntime(engine: loaded.engine, helpers: loaded.helpers, persistence: try StateDirectory(path: nil),
                                      configuration: .init(secrets: loadedSecrets)) { event in
             if event.event == .command, event.result == .failure { output.write(event) }
         }

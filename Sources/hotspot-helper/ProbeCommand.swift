@@ -21,15 +21,10 @@ struct ProbeCommand: ParsableCommand {
             Exit status: 0 when connected, 1 when captive or not connected, 2 for usage errors.
             """)
 
-    @Option(help: ArgumentHelp("The interface the probes leave by.", valueName: "iface"))
-    var interface: String?
+    @OptionGroup var network: NetworkOptions
 
     @Option(name: .customLong("url"), help: ArgumentHelp("A probe URL, replacing the defaults; repeatable.", valueName: "url"))
     var urls: [String] = []
-
-    @Option(name: .customLong("resolver"),
-            help: ArgumentHelp("A DNS resolver asked through --interface; repeatable (default: the system's).", valueName: "address[:port]"))
-    var resolvers: [String] = []
 
     @Option(help: ArgumentHelp("The percentage of probes that must pass.", valueName: "percent"))
     var threshold = 75.0
@@ -41,22 +36,14 @@ struct ProbeCommand: ParsableCommand {
     var json = false
 
     func validate() throws {
-        for url in urls where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
-            throw ValidationError("--url \(url) is not an http:// or https:// URL")
-        }
-        for resolver in resolvers where !NetworkBinding.isResolverAddress(resolver) {
-            throw ValidationError("--resolver \(resolver) is not an IPv4 address with an optional port, such as 192.0.2.53 or 127.0.0.1:5353")
-        }
-        if let interface, if_nametoindex(interface) == 0 {
-            throw ValidationError("--interface \(interface): no such network interface (see `ip link`)")
-        }
+        try NetworkOptions.validateProbeURLs(urls, flag: "--url")
         guard (1...100).contains(threshold) else { throw ValidationError("--threshold must be a percentage from 1 to 100") }
         guard timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
     }
 
     func run() throws {
         let verdict = ConnectivityProbe.run(urls.map(Probe.init(url:)),
-                                            binding: NetworkBinding(interface: interface, resolvers: resolvers),
+                                            binding: NetworkBinding(interface: network.interface, resolvers: network.resolvers),
                                             threshold: threshold / 100, timeout: .milliseconds(Int64(timeout * 1000)))
         if json {
             let object: [String: Any] = ["state": verdict.state.rawValue, "portal_url": verdict.portalURL ?? NSNull(),

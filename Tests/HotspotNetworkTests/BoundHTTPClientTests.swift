@@ -36,6 +36,11 @@ struct BoundHTTPClientTests {
         #expect(String(decoding: posted.body, as: UTF8.self) == "POST|text/plain|a=1")
         let custom = try client().perform(HTTPRequest(url: base + "/echo", headers: [("X-Test", "yes")]))
         #expect(String(decoding: custom.body, as: UTF8.self) == "GET|yes")
+        // A body does not turn another method into a POST.
+        let getWithBody = try client().perform(HTTPRequest(method: "GET", url: base + "/echo", body: Array("x".utf8)))
+        #expect(String(decoding: getWithBody.body, as: UTF8.self) == "GET|")
+        let emptyPost = try client().perform(HTTPRequest(method: "POST", url: base + "/echo"))
+        #expect(String(decoding: emptyPost.body, as: UTF8.self).hasPrefix("POST|"))
     }
 
     @Test func everyRedirectKind() async throws {
@@ -207,16 +212,7 @@ struct BoundHTTPClientTests {
 
     /// A TCP listener that writes `reply` to its first client and closes; returns its port.
     func listenerAnswering(_ reply: String) throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0,
-                                  sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                _ = bind(socket, $0, length)
-                _ = getsockname(socket, $0, &length)
-            }
-        }
+        let (socket, port) = loopbackSocket(SOCK_STREAM)
         listen(socket, 1)
         Thread {
             let client = accept(socket, nil, nil)
@@ -226,6 +222,6 @@ struct BoundHTTPClientTests {
             close(client)
             close(socket)
         }.start()
-        return Int(UInt16(bigEndian: address.sin_port))
+        return port
     }
 }

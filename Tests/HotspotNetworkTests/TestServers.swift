@@ -115,6 +115,21 @@ private struct HostRecorder: RouterMiddleware {
     }
 }
 
+/// A socket bound to a free port of 127.0.0.1, and that port.
+func loopbackSocket(_ type: __socket_type) -> (socket: Int32, port: Int) {
+    let socket = Glibc.socket(AF_INET, Int32(type.rawValue), 0)
+    var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0,
+                              sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            _ = bind(socket, $0, length)
+            _ = getsockname(socket, $0, &length)
+        }
+    }
+    return (socket, Int(UInt16(bigEndian: address.sin_port)))
+}
+
 /// A DNS server on loopback that answers every A question with 127.0.0.1, and
 /// NXDOMAIN for names ending in `.nx`, like a captive portal's resolver hijacking names.
 final class TestDNSServer: Sendable {
@@ -123,18 +138,7 @@ final class TestDNSServer: Sendable {
     let queries = Mutex<[String]>([])
 
     init() {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        self.socket = socket
-        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0,
-                                  sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                _ = bind(socket, $0, length)
-                _ = getsockname(socket, $0, &length)
-            }
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (socket, port) = loopbackSocket(SOCK_DGRAM)
         let thread = Thread { [self] in serve() }
         thread.start()
     }
