@@ -36,7 +36,7 @@ struct NetworksTests {
 
     @Test func watchShowsTheTableAgainWhenTheScanListChanges() async throws {
         let list = try scanList(#"[{"ssid": "Other"}]"#)
-        let (process, output, _) = try CLI.start(["networks", "--scripts", Self.scripts, "--scan-list", list, "--watch"])
+        let (process, output, errors) = try CLI.start(["networks", "--scripts", Self.scripts, "--scan-list", list, "--watch"])
         defer { process.terminate() }
         let seen = try await onOwnThread {
             var text = ""
@@ -53,6 +53,9 @@ struct NetworksTests {
             return text
         }
         #expect(seen.contains("Other  -"))
-        #expect(seen.contains("Aroma Wi-Fi (aroma)"))
+        let ended = process.isRunning ? "still running" : "ended with status \(process.terminationStatus)"
+        process.terminate()
+        let problems = try await onOwnThread { String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+        #expect(seen.contains("Aroma Wi-Fi (aroma)"), "the command \(ended): \(problems)")
     }
 }
