@@ -18,6 +18,9 @@ extension HotspotEvent {
         case .log:
             fields += [("network", .string(network)), ("helper", .string(helper)), ("command", .string(command?.rawValue)),
                        ("level", .string(level)), ("message", .string(message))]
+        case .reload:
+            fields += [("reason", .string(reason)), ("added", .strings(reload?.added)), ("reloaded", .strings(reload?.reloaded)),
+                       ("removed", .strings(reload?.removed)), ("problems", .strings(reload?.problems))]
         }
         return "{" + fields.map { "\(JSONScalar.string($0.0).json):\($0.1.json)" }.joined(separator: ",") + "}"
     }
@@ -43,6 +46,17 @@ extension HotspotEvent {
         case .log:
             let source = helper.map { "\($0): " } ?? ""
             return "\(network)\(paint(level ?? "info", level == "error" || level == "warn" ? "33" : "2")) \(source)\(message ?? "")"
+        case .reload:
+            let summary = reload ?? ReloadSummary(HelperCatalog.Change())
+            var parts: [String] = []
+            if !summary.added.isEmpty { parts.append("added " + summary.added.joined(separator: ", ")) }
+            if !summary.reloaded.isEmpty { parts.append("reloaded " + summary.reloaded.joined(separator: ", ")) }
+            if !summary.removed.isEmpty { parts.append("removed " + summary.removed.joined(separator: ", ")) }
+            if parts.isEmpty { parts.append(summary.problems.isEmpty ? "nothing changed" : "nothing loaded") }
+            var line = "reload (\(reason ?? "asked")): " + parts.joined(separator: "; ")
+            for problem in summary.problems { line += "\n  " + paint(problem, "31") }
+            if !summary.problems.isEmpty { line += "\n  scripts that loaded before keep their last good version" }
+            return line
         }
     }
 }
@@ -50,10 +64,12 @@ extension HotspotEvent {
 private enum JSONScalar {
     case string(String?)
     case number(Double?)
+    case strings([String]?)
 
     var json: String {
         switch self {
-        case .string(nil), .number(nil): return "null"
+        case .string(nil), .number(nil), .strings(nil): return "null"
+        case .strings(let values?): return "[" + values.map { JSONScalar.string($0).json }.joined(separator: ",") + "]"
         case .number(let value?):
             return value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(value)
         case .string(let value?):

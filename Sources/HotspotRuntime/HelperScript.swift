@@ -42,13 +42,9 @@ extension HelperScript {
         return names.filter { $0.hasSuffix(".lua") }.sorted().map { (path as NSString).appendingPathComponent($0) }
     }
 
-    /// Loads the script at `path` into `engine` and checks its contract: every problem is
-    /// reported, with its line where the source shows it.
-    public static func load(path: String, into engine: LuaEngine) async -> Result<HelperScript, ScriptProblems> {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return .failure(ScriptProblems(problems: [ScriptProblem(location: path, message: "cannot read the file")]))
-        }
-        let text = String(decoding: data, as: UTF8.self)
+    /// Loads `text`, read from the script at `path`, into `engine` and checks its contract:
+    /// every problem is reported, with its line where the source shows it.
+    public static func load(path: String, text: String, into engine: LuaEngine) async -> Result<HelperScript, ScriptProblems> {
         let handle: ScriptHandle
         do {
             handle = try await engine.load(ScriptSource(path: path, text: text))

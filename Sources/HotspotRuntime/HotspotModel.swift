@@ -125,8 +125,26 @@ public struct HotspotEvent: Sendable, Codable, Equatable {
         case state
         /// A line a script logged, or a warning from the runtime.
         case log
-        /// The last event of a `connect`.
+        /// The last event of a `connect`, and of each run of `dev`.
         case done
+        /// Scripts were read again (a change on disk, SIGHUP): what changed, and what did
+        /// not load (those keep their last good version).
+        case reload
+    }
+
+    /// What a reload did, by helper id; problems as `file:line: message`.
+    public struct ReloadSummary: Sendable, Codable, Equatable {
+        public var added: [String]
+        public var reloaded: [String]
+        public var removed: [String]
+        public var problems: [String]
+
+        public init(_ change: HelperCatalog.Change) {
+            added = change.added
+            reloaded = change.reloaded
+            removed = change.removed
+            problems = change.problems.map(\.description)
+        }
     }
 
     public var event: Kind
@@ -144,11 +162,15 @@ public struct HotspotEvent: Sendable, Codable, Equatable {
     public var state: HotspotState?
     public var level: String?
     public var message: String?
+    /// For `reload`: why the scripts were read again (`SIGHUP`, `changed on disk`), and what came of it.
+    public var reason: String?
+    public var reload: ReloadSummary?
 
     public init(event: Kind, time: Date = Date(), network: String? = nil, command: HotspotCommand? = nil,
                 helper: String? = nil, result: CommandResult? = nil, confidence: Confidence? = nil,
                 ms: Double? = nil, error: String? = nil, from: HotspotState? = nil, to: HotspotState? = nil,
-                state: HotspotState? = nil, level: String? = nil, message: String? = nil) {
+                state: HotspotState? = nil, level: String? = nil, message: String? = nil,
+                reason: String? = nil, reload: ReloadSummary? = nil) {
         self.event = event
         self.time = time
         self.network = network
@@ -163,5 +185,7 @@ public struct HotspotEvent: Sendable, Codable, Equatable {
         self.state = state
         self.level = level
         self.message = message
+        self.reason = reason
+        self.reload = reload
     }
 }

@@ -47,21 +47,9 @@ public actor HotspotRuntime {
 
     /// Loads every script at `path` (a file or a directory of `*.lua`) as a helper.
     public static func loadHelpers(at path: String, into engine: LuaEngine) async -> ([HelperScript], [ScriptProblem]) {
-        let paths: [String]
-        do {
-            paths = try HelperScript.scriptPaths(at: path)
-        } catch {
-            return ([], [error])
-        }
-        var helpers: [HelperScript] = []
-        var problems: [ScriptProblem] = []
-        for path in paths {
-            switch await HelperScript.load(path: path, into: engine) {
-            case .success(let helper): helpers.append(helper)
-            case .failure(let found): problems += found.problems
-            }
-        }
-        return (helpers, problems)
+        let catalog = HelperCatalog(path: path, engine: engine)
+        let change = await catalog.refresh()
+        return (await catalog.helpers, change.problems)
     }
 
     struct Session {
@@ -75,7 +63,7 @@ public actor HotspotRuntime {
         var timer: Task<Void, Never>?
     }
 
-    public nonisolated let helpers: [HelperScript]
+    public private(set) var helpers: [HelperScript]
     public nonisolated let persistence: StateDirectory
     public nonisolated let configuration: Configuration
     private nonisolated let engine: LuaEngine
@@ -95,6 +83,17 @@ public actor HotspotRuntime {
 
     public func state(of ssid: String) -> HotspotState { sessions[ssid]?.state ?? .inactive }
     public func chosenHelper(of ssid: String) -> String? { sessions[ssid]?.helper }
+
+    /// Puts a new set of helpers in place (scripts reloaded, added or removed) without
+    /// touching the sessions: a network keeps its chosen helper when that helper is still
+    /// there, and is evaluated again at its next maintain when it is not.
+    public func replaceHelpers(_ newHelpers: [HelperScript]) {
+        helpers = newHelpers
+        for (ssid, session) in sessions {
+            guard let id = session.helper, !newHelpers.contains(where: { $0.id == id }) else { continue }
+            log(ssid, "warn", "the helper \(id) of \(ssid) was removed; \(ssid) is evaluated again at its next maintain")
+        }
+    }
 
     // MARK: joining
 
@@ -222,7 +221,10 @@ public actor HotspotRuntime {
             return await start(ssid)
         }
         guard let session = sessions[ssid], session.state == .authenticated else { return state(of: ssid) }
-        guard let id = session.helper, let helper = helpers.first(where: { $0.id == id }) else { return .authenticated }
+        guard let id = session.helper, let helper = helpers.first(where: { $0.id == id }) else {
+            persist(ssid) { $0.chosenHelpers[ssid] = nil }
+            return await evaluate(ssid)
+        }
         transition(ssid, to: .maintaining, helper: id)
         let response = await send(.maintain, to: helper, network: session.network, cookieSession: session.cookieSession)
         return await afterMaintain(ssid, helper, response)
@@ -315,6 +317,14 @@ public actor HotspotRuntime {
     }
 
     // MARK: timers
+
+    /// No maintain or retry runs after this (the daemon is stopping).
+    public func stopTimers() {
+        for ssid in sessions.keys {
+            sessions[ssid]?.timer?.cancel()
+            sessions[ssid]?.timer = nil
+        }
+    }
 
     private func scheduleMaintain(_ ssid: String) {
         let interval = configuration.maintainInterval

@@ -14,6 +14,12 @@ final class PortalState: Sendable {
 
     func beginStopping() { stopping.store(true, ordering: .relaxed) }
 
+    /// Forgets every client and session, as if the portal had just started.
+    func forgetClients() {
+        clients.withLock { $0 = [:] }
+        csrfTokens.withLock { $0 = [:] }
+    }
+
     /// Reads or changes one client's record atomically.
     func withClient<Result>(_ address: String, _ body: (inout Client) -> Result) -> Result {
         clients.withLock { body(&$0[address, default: Client()]) }

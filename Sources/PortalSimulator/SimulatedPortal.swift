@@ -107,6 +107,12 @@ public final class SimulatedPortal: Sendable {
             serviceGroup: serviceGroup, server: server)
     }
 
+    /// Forgets every client (logins, sessions, refused attempts), so the next client starts
+    /// from the beginning of the scenario; `hotspot-helper dev` does this before every run.
+    public func reset() {
+        state.forgetClients()
+    }
+
     /// Stops the HTTP server (endless responses end, open connections close) and the DNS
     /// responder, and returns once both have. Stopping twice is harmless.
     public func stop() async {

@@ -32,26 +32,13 @@ struct Connect: AsyncParsableCommand {
 
     @OptionGroup var network: NetworkOptions
 
-    @Option(name: .customLong("probe-url"),
-            help: ArgumentHelp("A connectivity probe for cmd:probe(), replacing the defaults; repeatable. Open means 204, or 200 saying \"success\".",
-                               valueName: "url"))
-    var probeURLs: [String] = []
+    @OptionGroup var runtimeOptions: RuntimeOptions
 
-    @Option(help: ArgumentHelp("Venue credentials for cmd:secret: one [helper] section each, mode 0600.", valueName: "file"))
-    var secrets: String?
-
-    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Extra trusted CA certificates (PEM) for portals' HTTPS.", valueName: "file"))
-    var caFile: String?
+    @OptionGroup var keeping: KeepingOptions
 
     @Option(name: .customLong("state-dir"),
             help: ArgumentHelp("Where the chosen helper, exclusions and cmd.store are kept (default: nothing is kept).", valueName: "dir"))
     var stateDirectory: String?
-
-    @Option(help: ArgumentHelp("Deadline of each command in seconds (present_ui has none).", valueName: "seconds"))
-    var deadline = 45.0
-
-    @Option(name: .customLong("maintain-interval"), help: ArgumentHelp("Seconds between maintain commands.", valueName: "seconds"))
-    var maintainInterval = 300.0
 
     @Option(help: ArgumentHelp("Seconds to keep the network after joining.", valueName: "seconds"))
     var stay = 0.0
@@ -61,17 +48,14 @@ struct Connect: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...1).contains(signal) else { throw ValidationError("--signal must be between 0.0 and 1.0, not \(signal)") }
-        guard deadline > 0 else { throw ValidationError("--deadline must be a positive number of seconds") }
-        guard maintainInterval > 0 else { throw ValidationError("--maintain-interval must be a positive number of seconds") }
         guard stay >= 0 else { throw ValidationError("--stay must be 0 or more seconds") }
-        try NetworkOptions.validateProbeURLs(probeURLs, flag: "--probe-url")
     }
 
     func run() async throws {
         let output = EventOutput(json: json)
         let loaded = try await LoadedHelpers.load(scripts, output: output)
         defer { loaded.engine.shutdown() }
-        let loadedSecrets = try LoadedHelpers.secrets(at: secrets, output: output)
+        let configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
         let persistence: StateDirectory
         do {
             persistence = try StateDirectory(path: stateDirectory)
@@ -81,11 +65,10 @@ struct Connect: AsyncParsableCommand {
         }
         let runtime = HotspotRuntime(
             engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,
-            configuration: .init(commandDeadline: .seconds(deadline), maintainInterval: .seconds(maintainInterval),
-                                 secrets: loadedSecrets, caFile: caFile),
+            configuration: configuration,
             events: output.write)
         let joined = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure,
-                                         interface: network.interface, resolvers: network.resolvers, probeURLs: probeURLs)
+                                         interface: network.interface, resolvers: network.resolvers, probeURLs: keeping.probeURLs)
         await runtime.join(joined)
         if stay > 0 { try? await Task.sleep(for: .seconds(stay)) }
         let state = await runtime.state(of: ssid)

@@ -24,25 +24,14 @@ struct Demo: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The venue scripts.", valueName: "dir"))
     var scripts = "Scripts"
 
-    @Option(name: .customLong("answer"),
-            help: ArgumentHelp("What the person enters in present_ui, as name=value; repeatable.", valueName: "name=value"))
-    var answerFlags: [String] = []
-
-    @Option(name: .customLong("answers"), help: ArgumentHelp("A file of name=value lines for present_ui.", valueName: "file"))
-    var answersFile: String?
+    @OptionGroup var answerOptions: AnswerOptions
 
     @Flag(help: "Write the events as JSON lines instead of a timeline.")
     var json = false
 
-    func validate() throws {
-        for answer in answerFlags where !answer.contains("=") {
-            throw ValidationError("--answer \(answer) must be name=value, such as email=guest@example.org")
-        }
-    }
-
     func run() async throws {
         let output = EventOutput(json: json)
-        let answers = try presentUIAnswers(output)
+        let answers = ["email": "visitor@example.org"].merging(try answerOptions.answers()) { $1 }
         let dns = try await DNSResponder.start(answer: "127.0.0.1")
         var portals: [SimulatedPortal] = []
         for venue in DemoVenue.all {
@@ -118,23 +107,6 @@ struct Demo: AsyncParsableCommand {
     func probe(_ network: NetworkDescription) -> ConnectivityVerdict.State {
         ConnectivityProbe.run(network.probeURLs.map(Probe.init(url:)), binding: NetworkBinding(resolvers: network.resolvers),
                               timeout: .seconds(3)).state
-    }
-
-    func presentUIAnswers(_ output: EventOutput) throws -> [String: String] {
-        var lines = answerFlags
-        if let answersFile {
-            guard let text = try? String(contentsOfFile: answersFile, encoding: .utf8) else {
-                output.fail("--answers \(answersFile): cannot read the file")
-                throw ExitCode(2)
-            }
-            lines = text.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") && $0.contains("=") } + lines
-        }
-        var answers = ["email": "visitor@example.org"]
-        for line in lines {
-            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            answers[parts[0]] = parts.count > 1 ? parts[1] : ""
-        }
-        return answers
     }
 }
 

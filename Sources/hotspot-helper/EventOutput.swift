@@ -23,6 +23,12 @@ final class EventOutput: Sendable {
         lock.withLock { _ in FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
     }
 
+    /// Narration for people between the events; nothing with --json.
+    func note(_ text: String) {
+        guard !json else { return }
+        line(colored ? "\u{1B}[2m\(text)\u{1B}[0m" : text)
+    }
+
     /// Errors go to standard error, so `--json` output stays JSON only.
     func fail(_ message: String) {
         lock.withLock { _ in FileHandle.standardError.write(Data("hotspot-helper: \(message)\n".utf8)) }

@@ -10,7 +10,10 @@ struct HotspotHelperCommand: AsyncParsableCommand {
             A venue script is a Lua file that returns a table of handlers (evaluate, \
             authenticate, maintain, ...), run in a sandbox under deadlines and a memory cap.
             """,
-        subcommands: [Demo.self, Connect.self, Check.self, ProbeCommand.self, Networks.self, Simulate.self])
+        subcommands: [
+            Demo.self, Connect.self, Run.self, Dev.self, Check.self, ProbeCommand.self, Networks.self, Simulate.self,
+            UI.self, Logoff.self, Disable.self, Enable.self,
+        ])
 
     /// As the default, except that usage errors exit with status 2, as the commands document.
     static func main() async {

@@ -4,13 +4,10 @@ import HotspotNetwork
 import HotspotRuntime
 import LuaSandbox
 
-/// Where a network's traffic goes: the options `connect` and `probe` share.
-struct NetworkOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The interface the network's traffic leaves by (default: the default route's).", valueName: "iface"))
-    var interface: String?
-
+/// The network's own DNS resolvers, asked through its interface.
+struct ResolverOptions: ParsableArguments {
     @Option(name: .customLong("resolver"),
-            help: ArgumentHelp("The network's DNS resolver, asked through --interface; repeatable (default: the system's).",
+            help: ArgumentHelp("The network's DNS resolver, asked through its interface; repeatable (default: the system's).",
                                valueName: "address[:port]"))
     var resolvers: [String] = []
 
@@ -18,6 +15,19 @@ struct NetworkOptions: ParsableArguments {
         for resolver in resolvers where !NetworkBinding.isResolverAddress(resolver) {
             throw ValidationError("--resolver \(resolver) is not an IPv4 address with an optional port, such as 192.0.2.53 or 127.0.0.1:5353")
         }
+    }
+}
+
+/// Where a network's traffic goes: the options `connect`, `probe` and `dev` share.
+struct NetworkOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The interface the network's traffic leaves by (default: the default route's).", valueName: "iface"))
+    var interface: String?
+
+    @OptionGroup var resolverOptions: ResolverOptions
+
+    var resolvers: [String] { resolverOptions.resolvers }
+
+    func validate() throws {
         if let interface, if_nametoindex(interface) == 0 {
             throw ValidationError("--interface \(interface): no such network interface (see `ip link`)")
         }
@@ -31,6 +41,44 @@ struct NetworkOptions: ParsableArguments {
     }
 }
 
+/// What helpers get from the runtime: the options `connect`, `run` and `dev` share.
+struct RuntimeOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Venue credentials for cmd:secret: one [helper] section each, mode 0600.", valueName: "file"))
+    var secrets: String?
+
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Extra trusted CA certificates (PEM) for portals' HTTPS.", valueName: "file"))
+    var caFile: String?
+
+    @Option(help: ArgumentHelp("Deadline of each command in seconds (present_ui has none).", valueName: "seconds"))
+    var deadline = 45.0
+
+    func validate() throws {
+        guard deadline > 0 else { throw ValidationError("--deadline must be a positive number of seconds") }
+    }
+
+    /// The runtime's configuration, with the secrets file read (or exit 2 saying why not).
+    func configuration(maintainInterval: Duration, output: EventOutput) throws -> HotspotRuntime.Configuration {
+        .init(commandDeadline: .seconds(deadline), maintainInterval: maintainInterval,
+              secrets: try LoadedHelpers.secrets(at: secrets, output: output), caFile: caFile)
+    }
+}
+
+/// How a joined network is kept: the options `connect` and `run` share.
+struct KeepingOptions: ParsableArguments {
+    @Option(name: .customLong("probe-url"),
+            help: ArgumentHelp("A connectivity probe for cmd:probe(), replacing the defaults; repeatable. Open means 204, or 200 saying \"success\".",
+                               valueName: "url"))
+    var probeURLs: [String] = []
+
+    @Option(name: .customLong("maintain-interval"), help: ArgumentHelp("Seconds between maintain commands.", valueName: "seconds"))
+    var maintainInterval = 300.0
+
+    func validate() throws {
+        guard maintainInterval > 0 else { throw ValidationError("--maintain-interval must be a positive number of seconds") }
+        try NetworkOptions.validateProbeURLs(probeURLs, flag: "--probe-url")
+    }
+}
+
 /// The script engine with every script at a path loaded as a helper. A command that cannot
 /// have it (no engine, a script that does not load) says why and exits 2.
 struct LoadedHelpers {
@@ -38,13 +86,7 @@ struct LoadedHelpers {
     let helpers: [HelperScript]
 
     static func load(_ path: String, output: EventOutput) async throws -> LoadedHelpers {
-        let engine: LuaEngine
-        do {
-            engine = try LuaEngine(HotspotRuntime.engineConfiguration())
-        } catch {
-            output.fail("cannot start the script engine: \(error)")
-            throw ExitCode(2)
-        }
+        let engine = try engine(output: output)
         let (helpers, problems) = await HotspotRuntime.loadHelpers(at: path, into: engine)
         guard problems.isEmpty else {
             engine.shutdown()
@@ -53,6 +95,16 @@ struct LoadedHelpers {
             throw ExitCode(2)
         }
         return LoadedHelpers(engine: engine, helpers: helpers)
+    }
+
+    /// The script engine's workers, or exit 2 saying why they did not start.
+    static func engine(output: EventOutput) throws -> LuaEngine {
+        do {
+            return try LuaEngine(HotspotRuntime.engineConfiguration())
+        } catch {
+            output.fail("cannot start the script engine: \(error)")
+            throw ExitCode(2)
+        }
     }
 
     /// The secrets file at `path` (none without one), or exit 2 saying what is wrong with it.

@@ -62,7 +62,7 @@ struct Simulate: AsyncParsableCommand {
             return
         }
         let scenarios = scenario.flatMap(Scenario.named).map { [$0] } ?? Scenario.all
-        let termination = TerminationSignals()
+        let termination = SignalEvents([SIGINT, SIGTERM])
         var portals: [SimulatedPortal] = []
         var dns: DNSResponder?
         var starting = ""
@@ -87,7 +87,7 @@ struct Simulate: AsyncParsableCommand {
             Self.writeOutput(
                 "dns".padding(toLength: width + 2, withPad: " ", startingAt: 0) + "udp://\(host):\(dns.port) answers \(dns.answer)")
         }
-        await termination.wait()
+        for await _ in termination.received { break }
         await stop(portals, dns)
     }
 
@@ -105,29 +105,5 @@ struct Simulate: AsyncParsableCommand {
 
     private static func writeError(_ line: String) {
         FileHandle.standardError.write(Data((line + "\n").utf8))
-    }
-}
-
-/// SIGINT and SIGTERM, caught instead of ending the process, so servers stop cleanly.
-private struct TerminationSignals {
-    private let sources: [any DispatchSourceSignal]
-    private let signals: AsyncStream<Void>
-
-    init() {
-        let (signals, continuation) = AsyncStream.makeStream(of: Void.self)
-        self.signals = signals
-        sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { continuation.yield() }
-            source.resume()
-            return source
-        }
-    }
-
-    /// Returns at the first signal.
-    func wait() async {
-        for await _ in signals { break }
-        sources.forEach { $0.cancel() }
     }
 }

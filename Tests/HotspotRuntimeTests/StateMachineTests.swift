@@ -214,9 +214,9 @@ import Testing
             ]),
             "bogus": venue("Bogus", confidence: "low", handlers: ["authenticate": "cmd:create_response('great')"]),
         ])
-        let twice = await fixture.runtime.send(.authenticate, to: fixture.runtime.helpers.first { $0.id == "twice" }!, network: guest)
+        let twice = await fixture.runtime.send(.authenticate, to: await fixture.runtime.helpers.first { $0.id == "twice" }!, network: guest)
         #expect(twice.error?.contains("deliver() works once") == true)
-        let bogus = await fixture.runtime.send(.authenticate, to: fixture.runtime.helpers.first { $0.id == "bogus" }!, network: guest)
+        let bogus = await fixture.runtime.send(.authenticate, to: await fixture.runtime.helpers.first { $0.id == "bogus" }!, network: guest)
         #expect(bogus.error?.contains("unknown result 'great'") == true)
     }
 

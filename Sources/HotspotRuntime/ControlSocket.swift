@@ -1,0 +1,252 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+
+/// What a person asks a running daemon (`hotspot-helper ui|logoff|disable|enable`).
+public struct ControlRequest: Codable, Sendable, Equatable {
+    public enum Command: String, Codable, Sendable {
+        case ui, logoff, disable, enable
+    }
+
+    public var command: Command
+    /// The network (SSID) for `ui` and `logoff`, and optionally for `disable`/`enable`.
+    public var network: String?
+    /// The helper for `disable`/`enable`.
+    public var helper: String?
+    /// What the person entered, for `ui` (`cmd.answers`).
+    public var answers: [String: String]?
+
+    public init(command: Command, network: String? = nil, helper: String? = nil, answers: [String: String]? = nil) {
+        self.command = command
+        self.network = network
+        self.helper = helper
+        self.answers = answers
+    }
+}
+
+/// The daemon's answer: whether it did what was asked, and what came of it.
+public struct ControlReply: Codable, Sendable, Equatable {
+    public var ok: Bool
+    /// One sentence for people: what happened, or what went wrong and what to do.
+    public var message: String
+    /// The network's state afterwards, for `ui` and `logoff`.
+    public var state: HotspotState?
+
+    public init(ok: Bool, message: String, state: HotspotState? = nil) {
+        self.ok = ok
+        self.message = message
+        self.state = state
+    }
+}
+
+public struct ControlSocketError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The daemon's control socket: a Unix stream socket in the state directory that only its
+/// owner (and root) may use. One JSON request line in, one JSON reply line out.
+public final class ControlServer: Sendable {
+    public static let fileName = "control.sock"
+    /// Requests larger than this are refused rather than buffered.
+    static let maximumRequestSize = 64 * 1024
+
+    public let path: String
+    private let listener: Int32
+    private let wakeUp: WakeUpPipe
+    private let stopped = Atomic<Bool>(false)
+
+    /// Listens at `path` (mode 0600). A socket file left by a daemon that died is replaced;
+    /// one that still answers means another daemon uses this state directory.
+    public init(path: String, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws(ControlSocketError) {
+        var address = try Self.address(path)
+        if FileManager.default.fileExists(atPath: path) {
+            if (try? Self.connect(path)).map({ close($0) }) != nil {
+                throw ControlSocketError("another hotspot-helper daemon answers on \(path); stop it, or give this one another --state-dir")
+            }
+            unlink(path)
+        }
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard listener >= 0 else { throw ControlSocketError("cannot create the control socket: \(Self.lastError)") }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, chmod(path, 0o600) == 0, listen(listener, 16) == 0 else {
+            let reason = Self.lastError
+            close(listener)
+            throw ControlSocketError("cannot listen on \(path): \(reason)")
+        }
+        self.path = path
+        self.listener = listener
+        self.wakeUp = WakeUpPipe()
+        let wakeUp = self.wakeUp
+        let thread = Thread {
+            Self.acceptConnections(listener: listener, wakeUp: wakeUp, handler: handler)
+            close(listener)
+            wakeUp.close()
+        }
+        thread.name = "control-socket"
+        thread.start()
+    }
+
+    /// Stops accepting requests and removes the socket file.
+    public func stop() {
+        guard !stopped.exchange(true, ordering: .relaxed) else { return }
+        unlink(path)
+        wakeUp.wake()
+    }
+
+    deinit { stop() }
+
+    private static func acceptConnections(listener: Int32, wakeUp: WakeUpPipe,
+                                          handler: @escaping @Sendable (ControlRequest) async -> ControlReply) {
+        while true {
+            var descriptors = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0),
+                               pollfd(fd: wakeUp.readEnd, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&descriptors, 2, -1)
+            if ready < 0, errno == EINTR { continue }
+            if ready < 0 || descriptors[1].revents != 0 { return }
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { continue }
+            _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
+            let worker = Thread { serve(connection, handler: handler) }
+            worker.name = "control-request"
+            worker.start()
+        }
+    }
+
+    /// Reads one request, answers it, and closes the connection (on this thread).
+    private static func serve(_ connection: Int32, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) {
+        defer { close(connection) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let reply: ControlReply
+        if !peerIsOwner(connection) {
+            reply = ControlReply(ok: false, message: "only the daemon's owner may control it")
+        } else if let line = readLine(connection, limit: maximumRequestSize) {
+            if let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line)) {
+                reply = waitFor { await handler(request) }
+            } else {
+                reply = ControlReply(ok: false, message: "the request is not a control request in JSON")
+            }
+        } else {
+            reply = ControlReply(ok: false, message: "no request line within 5 seconds and \(maximumRequestSize) bytes")
+        }
+        guard var bytes = try? JSONEncoder().encode(reply) else { return }
+        bytes.append(UInt8(ascii: "\n"))
+        _ = writeAll(connection, Array(bytes))
+    }
+
+    /// The handler runs as a task; this thread is the daemon's own, so waiting on it is fine.
+    private static func waitFor(_ work: @escaping @Sendable () async -> ControlReply) -> ControlReply {
+        let result = Mutex<ControlReply?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let reply = await work()
+            result.withLock { $0 = reply }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
+    }
+
+    private static func peerIsOwner(_ connection: Int32) -> Bool {
+        // struct ucred (pid, uid, gid); Glibc's module leaves it out with the other GNU extensions.
+        var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout.size(ofValue: credentials))
+        guard getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return false }
+        return credentials.uid == geteuid() || credentials.uid == 0
+    }
+
+    static var lastError: String { String(cString: strerror(errno)) }
+
+    static func address(_ path: String) throws(ControlSocketError) -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard bytes.count < capacity else {
+            throw ControlSocketError("the control socket path \(path) is longer than \(capacity - 1) bytes; use a shorter --state-dir")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        return address
+    }
+
+    static func connect(_ path: String) throws(ControlSocketError) -> Int32 {
+        var address = try address(path)
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw ControlSocketError("cannot create a socket: \(lastError)") }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else {
+            let reason = lastError
+            close(descriptor)
+            throw ControlSocketError(reason)
+        }
+        return descriptor
+    }
+
+    /// Bytes up to the first newline (without it), or nil on a timeout, an error or `limit`.
+    static func readLine(_ descriptor: Int32, limit: Int) -> [UInt8]? {
+        var line: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while line.count <= limit {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return line.isEmpty ? nil : line }
+            if let newline = chunk[0..<count].firstIndex(of: UInt8(ascii: "\n")) {
+                return line + chunk[0..<newline]
+            }
+            line += chunk[0..<count]
+        }
+        return nil
+    }
+
+    static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { return false }
+            offset += written
+        }
+        return true
+    }
+}
+
+/// The other end: what `hotspot-helper ui|logoff|disable|enable` use.
+public enum ControlClient {
+    /// Sends one request to the daemon listening at `path` and waits for its reply.
+    /// `timeout` bounds the wait (a `ui` request runs the helper's present_ui).
+    public static func send(_ request: ControlRequest, to path: String, timeout: Duration = .seconds(120))
+        throws(ControlSocketError) -> ControlReply
+    {
+        let descriptor: Int32
+        do {
+            descriptor = try ControlServer.connect(path)
+        } catch {
+            throw ControlSocketError("no hotspot-helper daemon answers on \(path) (\(error)); is `hotspot-helper run` running with this --state-dir?")
+        }
+        defer { close(descriptor) }
+        var wait = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        guard var bytes = try? JSONEncoder().encode(request) else { throw ControlSocketError("cannot encode the request") }
+        bytes.append(UInt8(ascii: "\n"))
+        guard ControlServer.writeAll(descriptor, Array(bytes)) else {
+            throw ControlSocketError("the daemon closed the connection: \(ControlServer.lastError)")
+        }
+        guard let line = ControlServer.readLine(descriptor, limit: ControlServer.maximumRequestSize),
+              let reply = try? JSONDecoder().decode(ControlReply.self, from: Data(line)) else {
+            throw ControlSocketError("the daemon gave no reply within \(timeout)")
+        }
+        return reply
+    }
+}

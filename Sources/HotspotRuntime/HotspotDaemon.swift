@@ -1,0 +1,183 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// `hotspot-helper run`: the runtime kept going on a device. It joins the networks its
+/// sources describe, leaves and joins them again as their links go down and up, reloads
+/// the helpers when asked, and answers the control socket's requests.
+public actor HotspotDaemon {
+    /// Where the daemon learns which network the device is on.
+    public struct Source: Sendable, Hashable, CustomStringConvertible {
+        /// The interface is treated as a joined Wi-Fi network with this SSID.
+        public let interface: String
+        public let ssid: String
+
+        public var description: String { "interface:\(interface):\(ssid)" }
+
+        /// Parses `interface:IFACE:SSID`; the error says what is wrong and what is expected.
+        public static func parse(_ text: String) throws(SourceError) -> Source {
+            let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 3, parts[0] == "interface" else {
+                throw SourceError("--source \(text): expected interface:IFACE:SSID, such as interface:wlan0:Aroma-Guest")
+            }
+            guard !parts[1].isEmpty, if_nametoindex(parts[1]) != 0 else {
+                throw SourceError("--source \(text): no network interface called \"\(parts[1])\" (see `ip link`)")
+            }
+            guard (1...32).contains(parts[2].utf8.count) else {
+                throw SourceError("--source \(text): the SSID must be 1 to 32 bytes")
+            }
+            return Source(interface: parts[1], ssid: parts[2])
+        }
+    }
+
+    public struct SourceError: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    private let runtime: HotspotRuntime
+    private let catalog: HelperCatalog
+    private let networks: [NetworkDescription]
+    private let emit: @Sendable (HotspotEvent) -> Void
+    private let linkCheckInterval: Duration
+    private var linkWatch: Task<Void, Never>?
+
+    /// - Parameter networks: one per source, with its interface, resolvers and probes.
+    public init(runtime: HotspotRuntime, catalog: HelperCatalog, networks: [NetworkDescription],
+                linkCheckInterval: Duration = .seconds(2), events: @escaping @Sendable (HotspotEvent) -> Void) {
+        self.runtime = runtime
+        self.catalog = catalog
+        self.networks = networks
+        self.linkCheckInterval = linkCheckInterval
+        self.emit = events
+    }
+
+    /// Joins every network whose link is up (the first join is the operator's, not an
+    /// auto-join), then keeps watching the links.
+    public func start() async {
+        var up: [String: Bool] = [:]
+        await withTaskGroup(of: Void.self) { group in
+            for network in networks {
+                let isUp = Self.linkIsUp(network.interface)
+                up[network.ssid] = isUp
+                if isUp {
+                    group.addTask { await self.runtime.join(network) }
+                } else {
+                    emit(HotspotEvent(event: .log, network: network.ssid, level: "info",
+                                      message: "\(network.interface ?? "?") is down; \(network.ssid) is joined when it comes up"))
+                }
+            }
+        }
+        watchLinks(initially: up)
+    }
+
+    /// Reads the scripts again and puts what loaded in place; reports it as a `reload` event.
+    @discardableResult
+    public func reload(reason: String) async -> HelperCatalog.Change {
+        let change = await catalog.refresh()
+        if change.changesHelpers { await runtime.replaceHelpers(await catalog.helpers) }
+        emit(HotspotEvent(event: .reload, reason: reason, reload: HotspotEvent.ReloadSummary(change)))
+        return change
+    }
+
+    /// Stops watching links and every timer; state already on disk stays as it is.
+    public func stop() async {
+        linkWatch?.cancel()
+        await runtime.stopTimers()
+    }
+
+    // MARK: the control socket
+
+    public func handle(_ request: ControlRequest) async -> ControlReply {
+        switch request.command {
+        case .ui, .logoff:
+            guard let ssid = request.network, networks.contains(where: { $0.ssid == ssid }) else {
+                let known = networks.map(\.ssid).joined(separator: ", ")
+                return ControlReply(ok: false, message: "no network \"\(request.network ?? "")\" here; this daemon runs \(known)")
+            }
+            return request.command == .ui ? await presentUI(ssid, answers: request.answers ?? [:]) : await logoff(ssid)
+        case .disable, .enable:
+            return await setHelper(request)
+        }
+    }
+
+    private func presentUI(_ ssid: String, answers: [String: String]) async -> ControlReply {
+        let before = await runtime.state(of: ssid)
+        guard before == .presentingUI else {
+            return ControlReply(ok: false, message: "\(ssid) is \(before.rawValue), not waiting for a person (presenting_ui)", state: before)
+        }
+        let after = await runtime.presentUI(ssid, answers: answers)
+        let ok = after == .authenticated
+        return ControlReply(ok: ok, message: ok ? "\(ssid) is authenticated" : "\(ssid) is \(after.rawValue); the daemon's log says why",
+                            state: after)
+    }
+
+    private func logoff(_ ssid: String) async -> ControlReply {
+        let before = await runtime.state(of: ssid)
+        guard before == .authenticated else {
+            return ControlReply(ok: false, message: "\(ssid) is \(before.rawValue), not authenticated: nothing to log off", state: before)
+        }
+        let after = await runtime.logoff(ssid)
+        return ControlReply(ok: after == .inactive,
+                            message: "\(ssid) is logged off; it is joined again when its link goes down and up, or when the daemon restarts",
+                            state: after)
+    }
+
+    private func setHelper(_ request: ControlRequest) async -> ControlReply {
+        let ids = await catalog.helpers.map(\.id)
+        guard let id = request.helper, ids.contains(id) else {
+            return ControlReply(ok: false, message: "no helper \"\(request.helper ?? "")\"; the helpers are \(ids.joined(separator: ", "))")
+        }
+        let enabled = request.command == .enable
+        do {
+            try await runtime.setHelper(id, enabled: enabled, ssid: request.network)
+        } catch {
+            return ControlReply(ok: false, message: "the state directory could not be written: \(error)")
+        }
+        let scope = request.network.map { " for \($0)" } ?? " everywhere"
+        emit(HotspotEvent(event: .log, network: request.network, helper: id, level: "info",
+                          message: "\(enabled ? "enabled" : "disabled")\(scope) by the user"))
+        return ControlReply(ok: true, message: "\(id) is \(enabled ? "enabled" : "disabled")\(scope)")
+    }
+
+    // MARK: links
+
+    private func watchLinks(initially up: [String: Bool]) {
+        let interval = linkCheckInterval
+        linkWatch = Task { [weak self] in
+            var up = up
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard let self, !Task.isCancelled else { return }
+                up = await self.checkLinks(up)
+            }
+        }
+    }
+
+    private func checkLinks(_ wasUp: [String: Bool]) async -> [String: Bool] {
+        var up = wasUp
+        for var network in networks {
+            let isUp = Self.linkIsUp(network.interface)
+            guard isUp != wasUp[network.ssid] else { continue }
+            up[network.ssid] = isUp
+            if isUp {
+                emit(HotspotEvent(event: .log, network: network.ssid, level: "info", message: "\(network.interface ?? "?") is up: joining"))
+                network.didAutoJoin = true
+                await runtime.join(network)
+            } else {
+                emit(HotspotEvent(event: .log, network: network.ssid, level: "info", message: "\(network.interface ?? "?") is down: leaving"))
+                await runtime.leave(network.ssid)
+            }
+        }
+        return up
+    }
+
+    /// An interface is up unless the kernel says it is down or it is gone (`lo` and
+    /// tunnels say `unknown`, which counts as up).
+    static func linkIsUp(_ interface: String?) -> Bool {
+        guard let interface else { return true }
+        guard let state = try? String(contentsOfFile: "/sys/class/net/\(interface)/operstate", encoding: .utf8) else { return false }
+        return !["down", "lowerlayerdown", "notpresent"].contains(state.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}

@@ -1,0 +1,40 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// Wakes a thread blocked in `poll` from another thread: closing a descriptor under a
+/// blocked thread is not safe (the number may be reused), writing a byte to a pipe is.
+/// Waking after the waiting thread closed the pipe does nothing.
+final class WakeUpPipe: Sendable {
+    /// Polled by the waiting thread; readable once `wake()` was called.
+    let readEnd: Int32
+    private let writeEnd: Mutex<Int32?>
+
+    init() {
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) == 0 {
+            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        }
+        readEnd = ends[0]
+        writeEnd = Mutex(ends[1])
+    }
+
+    func wake() {
+        writeEnd.withLock { end in
+            guard let end else { return }
+            var byte: UInt8 = 1
+            _ = write(end, &byte, 1)
+        }
+    }
+
+    /// Called by the waiting thread once it is done.
+    func close() {
+        writeEnd.withLock { end in
+            guard let open = end else { return }
+            _ = Glibc.close(open)
+            _ = Glibc.close(readEnd)
+            end = nil
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import ArgumentParser
+import Foundation
+import HotspotRuntime
+
+/// Where the running daemon is: the options every control command shares.
+struct DaemonOptions: ParsableArguments {
+    @Option(name: .customLong("state-dir"), help: ArgumentHelp("The daemon's --state-dir.", valueName: "dir"))
+    var stateDirectory = "/var/lib/hotspot-helper"
+
+    /// Sends `request`, prints the daemon's answer, and exits 1 when it did not do it.
+    func send(_ request: ControlRequest) throws {
+        let reply: ControlReply
+        do {
+            reply = try ControlClient.send(request, to: stateDirectory + "/" + ControlServer.fileName)
+        } catch {
+            FileHandle.standardError.write(Data("hotspot-helper: \(error.description)\n".utf8))
+            throw ExitCode(1)
+        }
+        if reply.ok {
+            print(reply.message)
+        } else {
+            FileHandle.standardError.write(Data("hotspot-helper: \(reply.message)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// What a person enters in a helper's form (`cmd.answers` in present_ui).
+struct AnswerOptions: ParsableArguments {
+    @Option(name: .customLong("answer"),
+            help: ArgumentHelp("What the person enters in present_ui, as name=value; repeatable.", valueName: "name=value"))
+    var answerFlags: [String] = []
+
+    @Option(name: .customLong("answers"), help: ArgumentHelp("A file of name=value lines for present_ui.", valueName: "file"))
+    var answersFile: String?
+
+    func validate() throws {
+        for answer in answerFlags where !answer.contains("=") {
+            throw ValidationError("--answer \(answer) must be name=value, such as email=guest@example.org")
+        }
+    }
+
+    /// The answers from the file, then the flags (a flag wins over a line of the file).
+    func answers() throws -> [String: String] {
+        var lines: [String] = []
+        if let answersFile {
+            guard let text = try? String(contentsOfFile: answersFile, encoding: .utf8) else {
+                throw ValidationError("--answers \(answersFile): cannot read the file")
+            }
+            lines = text.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") && $0.contains("=") }
+        }
+        var answers: [String: String] = [:]
+        for line in lines + answerFlags {
+            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            answers[parts[0]] = parts.count > 1 ? parts[1] : ""
+        }
+        return answers
+    }
+}
+
+struct UI: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Answers the form of a network that waits for a person (presenting_ui) in the running daemon.",
+        discussion: """
+            The network's helper gets present_ui with the answers as cmd.answers.
+
+            Example:
+              hotspot-helper ui City-Library --answer email=guest@example.org
+
+            Exit status: 0 when the network is authenticated afterwards, 1 otherwise (the \
+            network does not wait for a person, the helper failed, no daemon runs).
+            """)
+
+    @Argument(help: ArgumentHelp("The network's SSID.", valueName: "network"))
+    var network: String
+
+    @OptionGroup var answerOptions: AnswerOptions
+
+    @OptionGroup var daemon: DaemonOptions
+
+    func run() throws {
+        try daemon.send(ControlRequest(command: .ui, network: network, answers: try answerOptions.answers()))
+    }
+}
+
+struct Logoff: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Logs the running daemon off a network (the helper's logoff), until its link comes back.",
+        discussion: "Exit status: 0 when logged off, 1 otherwise (not authenticated, no daemon runs).")
+
+    @Argument(help: ArgumentHelp("The network's SSID.", valueName: "network"))
+    var network: String
+
+    @OptionGroup var daemon: DaemonOptions
+
+    func run() throws {
+        try daemon.send(ControlRequest(command: .logoff, network: network))
+    }
+}
+
+/// `disable` and `enable`: the same request, switching a helper off or on.
+struct HelperSwitchOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The helper: the script's file name without .lua.", valueName: "name"))
+    var helper: String
+
+    @Option(help: ArgumentHelp("Only for this network (default: everywhere).", valueName: "ssid"))
+    var ssid: String?
+
+    @OptionGroup var daemon: DaemonOptions
+
+    func send(_ command: ControlRequest.Command) throws {
+        try daemon.send(ControlRequest(command: command, network: ssid, helper: helper))
+    }
+}
+
+struct Disable: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Switches a helper off in the running daemon, everywhere or for one network; it survives restarts.",
+        discussion: "A switched-off helper gets no command; a network it had authenticated is evaluated again at its next join.")
+
+    @OptionGroup var options: HelperSwitchOptions
+
+    func run() throws { try options.send(.disable) }
+}
+
+struct Enable: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Switches a helper back on in the running daemon, everywhere or for one network.")
+
+    @OptionGroup var options: HelperSwitchOptions
+
+    func run() throws { try options.send(.enable) }
+}

@@ -1,0 +1,277 @@
+import ArgumentParser
+import Foundation
+import HotspotNetwork
+import HotspotRuntime
+import LuaSandbox
+import PortalSimulator
+import Synchronization
+
+struct Dev: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Runs a script's lifecycle against a simulated or real portal, again on every save.",
+        discussion: """
+            Each run joins a network with the script as its only helper and goes through \
+            evaluate, authenticate (present_ui with --answer when the script asks for a \
+            person), maintain and logoff, printing the timeline. Then it watches the file: \
+            every save reloads the script and runs it again. A version that no longer loads is \
+            reported with file:line and the last good version stays loaded.
+
+            With --scenario, the portal simulator plays that portal on loopback, under the \
+            first name in the script's hosts, and answers every DNS name; it starts afresh \
+            before each run. With --portal, the script runs against a real portal: URL is a page \
+            the portal intercepts, used as the network's connectivity probe.
+
+            Examples:
+              hotspot-helper dev Scripts/aroma.lua --scenario click-through --ssid Aroma-Guest
+              hotspot-helper dev venue.lua --portal http://neverssl.com/ --interface wlan0
+
+            Exit status with --once: 0 when the run reached authenticated, 1 when it did not, \
+            2 for usage errors and a script that does not load.
+            """)
+
+    @Argument(help: ArgumentHelp("The venue script.", valueName: "script"))
+    var script: String
+
+    @Option(help: ArgumentHelp("A portal simulator scenario (see `hotspot-helper simulate --list`).", valueName: "name"))
+    var scenario: String?
+
+    @Option(help: ArgumentHelp("A real portal: a URL that its network intercepts.", valueName: "url"))
+    var portal: String?
+
+    @Option(help: "The SSID of the network the script is given.")
+    var ssid = "hotspot-helper-dev"
+
+    @OptionGroup var network: NetworkOptions
+
+    @OptionGroup var runtimeOptions: RuntimeOptions
+
+    @OptionGroup var answerOptions: AnswerOptions
+
+    @Flag(help: "Run once and exit, instead of watching the script.")
+    var once = false
+
+    @Flag(help: "Write JSON lines to standard output, and nothing else.")
+    var json = false
+
+    func validate() throws {
+        guard (scenario == nil) != (portal == nil) else {
+            throw ValidationError("give either --scenario NAME (a simulated portal) or --portal URL (a real one)")
+        }
+        if let scenario, Scenario.named(scenario) == nil {
+            throw ValidationError("--scenario \(scenario): no such scenario; the scenarios are \(Scenario.all.map(\.name).joined(separator: ", "))")
+        }
+        if let portal { try NetworkOptions.validateProbeURLs([portal], flag: "--portal") }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: script, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            throw ValidationError("\(script): no such script file")
+        }
+    }
+
+    func run() async throws {
+        let output = EventOutput(json: json)
+        let configuration = try runtimeOptions.configuration(maintainInterval: .seconds(3600), output: output)
+        let answers = try answerOptions.answers()
+        let engine = try LoadedHelpers.engine(output: output)
+        defer { engine.shutdown() }
+        let catalog = HelperCatalog(path: script, engine: engine, retirementDelay: configuration.commandDeadline)
+        let progress = ProgressLine(enabled: !json)
+        let session = DevSession(engine: engine, output: output, progress: progress, configuration: configuration, answers: answers,
+                                 ssid: ssid, scenario: scenario.flatMap(Scenario.named), portalURL: portal, network: network)
+        defer { progress.stop() }
+
+        let first = await catalog.refresh()
+        output.write(HotspotEvent(event: .reload, reason: "started", reload: HotspotEvent.ReloadSummary(first)))
+        if once {
+            guard let helper = await catalog.helpers.first else { throw ExitCode(2) }
+            let state = try await session.run(helper)
+            await session.stop()
+            if state != .authenticated { throw ExitCode(1) }
+            return
+        }
+        let watcher: ScriptWatcher
+        do {
+            watcher = try ScriptWatcher(path: script)
+        } catch {
+            output.fail(error.description)
+            throw ExitCode(2)
+        }
+        let signals = SignalEvents([SIGINT, SIGTERM])
+        let stopping = Task {
+            for await _ in signals.received { break }
+            watcher.stop()
+        }
+        if let helper = await catalog.helpers.first { _ = try await session.run(helper) }
+        output.note("watching \(script): save it to run again; Ctrl-C stops")
+        for await _ in watcher.changes {
+            let change = await catalog.refresh()
+            output.write(HotspotEvent(event: .reload, reason: "saved", reload: HotspotEvent.ReloadSummary(change)))
+            guard change.changesHelpers, let helper = await catalog.helpers.first else { continue }
+            _ = try await session.run(helper)
+            output.note("watching \(script): save it to run again; Ctrl-C stops")
+        }
+        stopping.cancel()
+        await session.stop()
+    }
+}
+
+/// The portal, the network and the runs of one `dev` session.
+private actor DevSession {
+    let engine: LuaEngine
+    let output: EventOutput
+    let progress: ProgressLine
+    let configuration: HotspotRuntime.Configuration
+    let answers: [String: String]
+    let ssid: String
+    let scenario: Scenario?
+    let portalURL: String?
+    let network: NetworkOptions
+    private var simulated: (portal: SimulatedPortal, host: String)?
+    private var runs = 0
+
+    init(engine: LuaEngine, output: EventOutput, progress: ProgressLine, configuration: HotspotRuntime.Configuration, answers: [String: String],
+         ssid: String, scenario: Scenario?, portalURL: String?, network: NetworkOptions) {
+        self.engine = engine
+        self.output = output
+        self.progress = progress
+        self.configuration = configuration
+        self.answers = answers
+        self.ssid = ssid
+        self.scenario = scenario
+        self.portalURL = portalURL
+        self.network = network
+    }
+
+    /// One lifecycle: join, a person's answers when asked for, maintain, logoff. Returns
+    /// the state the login reached.
+    func run(_ helper: HelperScript) async throws -> HotspotState {
+        runs += 1
+        let joined = try await networkToJoin(for: helper)
+        output.note("run \(runs): \(helper.id) on \(ssid)")
+        let runtime = HotspotRuntime(engine: engine, helpers: [helper], persistence: try StateDirectory(path: nil),
+                                     configuration: configuration) { [output, progress] event in
+            progress.observe(event)
+            output.write(event)
+        }
+        let started = ContinuousClock.now
+        var state = await runtime.join(joined)
+        if state == .presentingUI {
+            if answers.isEmpty {
+                output.note("\(helper.id) waits for a person: give what they would enter with --answer name=value")
+            } else {
+                state = await runtime.presentUI(ssid, answers: answers)
+            }
+        }
+        let reached = state
+        if state == .authenticated, await runtime.chosenHelper(of: ssid) != nil {
+            state = await runtime.maintain(ssid)
+            await runtime.logoff(ssid)
+        } else if state == .authenticated {
+            output.note("\(helper.id) did not claim \(ssid) (evaluate answered none); give the SSID it expects with --ssid")
+        }
+        await runtime.stopTimers()
+        progress.observe(nil)
+        output.write(HotspotEvent(event: .done, network: ssid, helper: helper.id, state: reached))
+        let milliseconds = Int((ContinuousClock.now - started) / .milliseconds(1))
+        output.note("run \(runs) ended \(reached.rawValue) in \(milliseconds) ms")
+        return reached
+    }
+
+    func stop() async {
+        await simulated?.portal.stop()
+        simulated = nil
+    }
+
+    private func networkToJoin(for helper: HelperScript) async throws -> NetworkDescription {
+        guard let scenario else {
+            return NetworkDescription(ssid: ssid, interface: network.interface, resolvers: network.resolvers,
+                                      probeURLs: portalURL.map { [$0] } ?? [])
+        }
+        let host = Self.portalHost(of: helper)
+        if let simulated, simulated.host == host {
+            simulated.portal.reset()
+        } else {
+            await simulated?.portal.stop()
+            var settings = ScenarioSettings()
+            settings.portalHost = host
+            let secrets = configuration.secrets.of(helper: helper.id)
+            if let username = secrets["username"] { settings.username = username }
+            if let password = secrets["password"] { settings.password = password }
+            let portal = try await SimulatedPortal.start(scenario, settings: settings, dnsPort: 0)
+            simulated = (portal, host)
+            output.note("simulating \(scenario.name) at http://\(host):\(portal.port)/ (every name resolves to it); " +
+                        "it accepts username \(settings.username), password \(settings.password)")
+        }
+        let portal = simulated!.portal
+        return NetworkDescription(ssid: ssid, resolvers: ["127.0.0.1:\(portal.dns!.port)"],
+                                  probeURLs: ["http://connectivitycheck.dev.example:\(portal.port)/generate_204"])
+    }
+
+    /// The first name in the script's hosts (a wildcard becomes `portal.`), so the script
+    /// may reach the simulated portal.
+    static func portalHost(of helper: HelperScript) -> String {
+        guard let first = helper.hosts.first?.text else { return "portal.example" }
+        return first.hasPrefix("*.") ? "portal" + first.dropFirst() : first
+    }
+}
+
+/// While a command runs longer than a second, a line on standard error says which, and
+/// for how long (redrawn in place on a terminal, written once otherwise).
+final class ProgressLine: Sendable {
+    private struct Activity {
+        var text: String
+        var started: ContinuousClock.Instant
+        var shown = false
+    }
+
+    private let activity = Mutex<Activity?>(nil)
+    private let terminal = isatty(STDERR_FILENO) == 1
+    private let ticker = Mutex<Task<Void, Never>?>(nil)
+
+    init(enabled: Bool) {
+        guard enabled else { return }
+        ticker.withLock {
+            $0 = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(100))
+                    self?.redraw()
+                }
+            }
+        }
+    }
+
+    private func redraw() {
+        activity.withLock { current in
+            guard var shown = current, ContinuousClock.now - shown.started >= .seconds(1) else { return }
+            let seconds = (ContinuousClock.now - shown.started) / .seconds(1)
+            if terminal {
+                Self.write(String(format: "\r\u{1B}[2K… %@ %.1f s", shown.text, seconds))
+            } else if !shown.shown {
+                Self.write("… \(shown.text): still running after 1 s\n")
+            }
+            shown.shown = true
+            current = shown
+        }
+    }
+
+    /// A transition starts an activity; a command's answer (or nil) ends it.
+    func observe(_ event: HotspotEvent?) {
+        activity.withLock { current in
+            if current?.shown == true, terminal { Self.write("\r\u{1B}[2K") }
+            if let event, event.event == .state, let to = event.to,
+               [.evaluating, .authenticating, .maintaining, .loggingOff].contains(to) {
+                current = Activity(text: to.rawValue + (event.helper.map { " (\($0))" } ?? ""), started: .now)
+            } else if event == nil || event?.event == .command || event?.event == .state {
+                current = nil
+            }
+        }
+    }
+
+    func stop() {
+        ticker.withLock { $0?.cancel() }
+        observe(nil)
+    }
+
+    private static func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}

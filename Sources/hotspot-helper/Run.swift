@@ -1,0 +1,144 @@
+import ArgumentParser
+import Foundation
+import HotspotNetwork
+import HotspotRuntime
+import LuaSandbox
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The daemon: keeps the device logged in to the networks its sources name.",
+        discussion: """
+            Each --source interface:IFACE:SSID treats an interface as a joined Wi-Fi network: \
+            the daemon joins it (evaluate across the helpers, authenticate), runs maintain every \
+            --maintain-interval, authenticates again when a helper says so, leaves the network \
+            when the interface goes down and joins it again when it comes back up.
+
+            Scripts are read again on SIGHUP, and whenever one changes with --watch; a script \
+            that no longer loads keeps its last good version running. SIGTERM and SIGINT stop \
+            the daemon cleanly: what it must remember (chosen helpers, exclusions, switched-off \
+            helpers, cmd.store) is written to --state-dir as it changes, so a restart, even \
+            after kill -9, goes on where it stopped (maintain with the cached helper, no evaluate).
+
+            `hotspot-helper ui|logoff|disable|enable` talk to the daemon through \
+            STATE-DIR/control.sock, which only its owner may use.
+
+            Example:
+              hotspot-helper run --scripts /etc/hotspot-helper/scripts \\
+                --source interface:wlan0:Aroma-Guest --secrets /etc/hotspot-helper/secrets --watch
+
+            Exit status: 0 after SIGTERM or SIGINT, 2 for usage errors, no loadable script, an \
+            unusable state directory, or another daemon on the same state directory.
+            """)
+
+    @Option(name: .long, help: ArgumentHelp("A venue script, or a directory of *.lua scripts.", valueName: "path"))
+    var scripts: String
+
+    @Option(name: .customLong("source"),
+            help: ArgumentHelp("A network to keep: an interface treated as a joined Wi-Fi network; repeatable.",
+                               valueName: "interface:IFACE:SSID"))
+    var sourceTexts: [String]
+
+    @Option(name: .customLong("state-dir"), help: ArgumentHelp("Where state and the control socket are kept.", valueName: "dir"))
+    var stateDirectory = "/var/lib/hotspot-helper"
+
+    @OptionGroup var resolverOptions: ResolverOptions
+
+    @OptionGroup var runtimeOptions: RuntimeOptions
+
+    @OptionGroup var keeping: KeepingOptions
+
+    @Flag(help: "Reload the scripts whenever one is saved, added or removed.")
+    var watch = false
+
+    @Flag(help: "Write JSON lines to standard output, and nothing else.")
+    var json = false
+
+    func validate() throws {
+        guard !sourceTexts.isEmpty else {
+            throw ValidationError("give at least one --source interface:IFACE:SSID, such as --source interface:wlan0:Aroma-Guest")
+        }
+        var seen: Set<String> = []
+        for text in sourceTexts {
+            let source = try sources(text)
+            guard seen.insert(source.ssid).inserted else { throw ValidationError("--source: the SSID \(source.ssid) is given twice") }
+        }
+    }
+
+    private func sources(_ text: String) throws -> HotspotDaemon.Source {
+        do {
+            return try HotspotDaemon.Source.parse(text)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+
+    func run() async throws {
+        let output = EventOutput(json: json)
+        let configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
+        let persistence: StateDirectory
+        do {
+            persistence = try StateDirectory(path: stateDirectory)
+        } catch {
+            output.fail("\(error)")
+            throw ExitCode(2)
+        }
+        let engine = try LoadedHelpers.engine(output: output)
+        defer { engine.shutdown() }
+        let catalog = HelperCatalog(path: scripts, engine: engine, retirementDelay: configuration.commandDeadline)
+        let firstLoad = await catalog.refresh()
+        let helpers = await catalog.helpers
+        guard !helpers.isEmpty else {
+            firstLoad.problems.forEach { output.fail($0.description) }
+            output.fail("no script at \(scripts) loads, so there is nothing to run; `hotspot-helper check \(scripts)` lists every problem")
+            throw ExitCode(2)
+        }
+        let runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: persistence,
+                                     configuration: configuration, events: output.write)
+        let networks = try sourceTexts.map(sources).map {
+            NetworkDescription(ssid: $0.ssid, interface: $0.interface, resolvers: resolverOptions.resolvers,
+                               probeURLs: keeping.probeURLs)
+        }
+        let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, networks: networks, events: output.write)
+        output.write(HotspotEvent(event: .reload, reason: "started", reload: HotspotEvent.ReloadSummary(firstLoad)))
+
+        let control: ControlServer
+        do {
+            control = try ControlServer(path: stateDirectory + "/" + ControlServer.fileName) { await daemon.handle($0) }
+        } catch {
+            output.fail(error.description)
+            throw ExitCode(2)
+        }
+        defer { control.stop() }
+
+        let signals = SignalEvents([SIGHUP, SIGTERM, SIGINT])
+        let watcher = try watch ? startWatching() : nil
+        defer { watcher?.stop() }
+        let reloads = Task {
+            guard let watcher else { return }
+            for await _ in watcher.changes { await daemon.reload(reason: "changed on disk") }
+        }
+        defer { reloads.cancel() }
+
+        let sourceList = networks.map { "\($0.ssid) on \($0.interface ?? "?")" }.joined(separator: ", ")
+        output.write(HotspotEvent(event: .log, level: "info",
+                                  message: "running \(helpers.count) helper\(helpers.count == 1 ? "" : "s") for \(sourceList); control socket \(control.path)"))
+        await daemon.start()
+        for await signal in signals.received {
+            if signal == SIGHUP {
+                await daemon.reload(reason: "SIGHUP")
+                continue
+            }
+            output.write(HotspotEvent(event: .log, level: "info", message: "stopping on \(signal == SIGTERM ? "SIGTERM" : "SIGINT")"))
+            break
+        }
+        await daemon.stop()
+    }
+
+    private func startWatching() throws -> ScriptWatcher {
+        do {
+            return try ScriptWatcher(path: scripts)
+        } catch {
+            throw ValidationError("--watch: \(error.description)")
+        }
+    }
+}
