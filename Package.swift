@@ -78,7 +78,7 @@ let package = Package(
             name: "PortalSimulatorTests",
             dependencies: ["PortalSimulator", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
-        .testTarget(name: "HotspotCLITests", dependencies: ["LuaSandbox", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
     ]
 )

@@ -49,7 +49,8 @@ extension HelperScript {
         do {
             handle = try await engine.load(ScriptSource(path: path, text: text))
         } catch {
-            return .failure(ScriptProblems(problems: [ScriptProblem(location: error.location ?? path, message: messageWithoutLocation(error))]))
+            return .failure(ScriptProblems(problems: [ScriptProblem(location: error.location.map { untruncated($0, path: path) } ?? path,
+                                                                         message: messageWithoutLocation(error))]))
         }
         let described: LuaValue
         do {
@@ -67,6 +68,13 @@ extension HelperScript {
             engine.unload(handle)
             return .failure(problems)
         }
+    }
+
+    /// Lua shortens long chunk names to `...` and their end; the operator gets the whole path.
+    static func untruncated(_ location: String, path: String) -> String {
+        guard location.hasPrefix("..."), let colon = location.lastIndex(of: ":") else { return location }
+        let tail = location[location.index(location.startIndex, offsetBy: 3)..<colon]
+        return path.hasSuffix(tail) ? path + location[colon...] : location
     }
 
     private static func messageWithoutLocation(_ error: LuaScriptError) -> String {

@@ -56,13 +56,7 @@ struct Connect: AsyncParsableCommand {
         let loaded = try await LoadedHelpers.load(scripts, output: output)
         defer { loaded.engine.shutdown() }
         let configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
-        let persistence: StateDirectory
-        do {
-            persistence = try StateDirectory(path: stateDirectory)
-        } catch {
-            output.fail("\(error)")
-            throw ExitCode(2)
-        }
+        let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let runtime = HotspotRuntime(
             engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,
             configuration: configuration,

@@ -75,13 +75,7 @@ struct Run: AsyncParsableCommand {
     func run() async throws {
         let output = EventOutput(json: json)
         let configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
-        let persistence: StateDirectory
-        do {
-            persistence = try StateDirectory(path: stateDirectory)
-        } catch {
-            output.fail("\(error)")
-            throw ExitCode(2)
-        }
+        let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let engine = try LoadedHelpers.engine(output: output)
         defer { engine.shutdown() }
         let catalog = HelperCatalog(path: scripts, engine: engine, retirementDelay: configuration.commandDeadline)

@@ -107,6 +107,16 @@ struct LoadedHelpers {
         }
     }
 
+    /// The state directory at `path` (in memory without one), or exit 2 saying why not.
+    static func stateDirectory(at path: String?, output: EventOutput) throws -> StateDirectory {
+        do {
+            return try StateDirectory(path: path)
+        } catch {
+            output.fail("\(error)")
+            throw ExitCode(2)
+        }
+    }
+
     /// The secrets file at `path` (none without one), or exit 2 saying what is wrong with it.
     static func secrets(at path: String?, output: EventOutput) throws -> Secrets {
         guard let path else { return Secrets() }

@@ -1,0 +1,220 @@
+import Foundation
+import PortalSimulator
+import Testing
+
+/// `hotspot-helper run` and the commands that talk to it, through the built executable,
+/// against the portal simulator on loopback.
+@Suite("hotspot-helper run")
+struct DaemonTests {
+    static let bundledScripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../Scripts").standardized.path
+
+    /// A simulated venue, a scripts directory holding its bundled script, a state directory.
+    struct Venue {
+        let portal: SimulatedPortal
+        let scripts: String
+        let state: String
+        let ssid: String
+
+        init(_ scenario: Scenario, script: String, ssid: String, portalHost: String) async throws {
+            var settings = ScenarioSettings()
+            settings.portalHost = portalHost
+            portal = try await SimulatedPortal.start(scenario, settings: settings, dnsPort: 0)
+            scripts = try CLI.temporaryDirectory()
+            try FileManager.default.copyItem(atPath: DaemonTests.bundledScripts + "/" + script, toPath: scripts + "/" + script)
+            state = try CLI.temporaryDirectory()
+            self.ssid = ssid
+        }
+
+        func arguments(_ extra: [String] = []) -> [String] {
+            ["run", "--json", "--scripts", scripts, "--source", "interface:lo:\(ssid)", "--state-dir", state,
+             "--resolver", "127.0.0.1:\(portal.dns!.port)",
+             "--probe-url", "http://connectivitycheck.test.example:\(portal.port)/generate_204"] + extra
+        }
+
+        func control(_ arguments: [String]) async throws -> CLI.Run {
+            try await CLI.run(arguments + ["--state-dir", state])
+        }
+    }
+
+    static func aromaVenue() async throws -> Venue {
+        try await Venue(.clickThrough, script: "aroma.lua", ssid: "Aroma-Guest", portalHost: "portal.aroma.example")
+    }
+
+    static func isState(_ to: String, _ network: String = "Aroma-Guest") -> ([String: Any]) -> Bool {
+        { $0["event"] as? String == "state" && $0["to"] as? String == to && $0["network"] as? String == network }
+    }
+
+    static func isCommand(_ command: String, _ result: String = "success") -> ([String: Any]) -> Bool {
+        { $0["event"] as? String == "command" && $0["command"] as? String == command && $0["result"] as? String == result }
+    }
+
+    @Test func joinsMaintainsReloadsOnSIGHUPAndStopsCleanlyOnSIGTERM() async throws {
+        let venue = try await Self.aromaVenue()
+        defer { Task { await venue.portal.stop() } }
+        let daemon = try RunningCLI(venue.arguments(["--maintain-interval", "0.3"]))
+        try await daemon.waitForEvent(Self.isState("authenticated"))
+        try await daemon.waitForEvent(Self.isCommand("maintain"))
+        let socket = venue.state + "/control.sock"
+        let mode = try #require(FileManager.default.attributesOfItem(atPath: socket)[.posixPermissions] as? Int)
+        #expect(mode & 0o077 == 0, "the control socket is for its owner only")
+
+        // A new version of the script, read on SIGHUP; the network keeps its session.
+        let script = venue.scripts + "/aroma.lua"
+        let text = try String(contentsOfFile: script, encoding: .utf8)
+        try text.replacingOccurrences(of: "\"Aroma Wi-Fi\"", with: "\"Aroma Wi-Fi 2\"").write(toFile: script, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        let reload = try await daemon.waitForEvent { $0["event"] as? String == "reload" && $0["reason"] as? String == "SIGHUP" }
+        #expect(reload["reloaded"] as? [String] == ["aroma"])
+        let maintainsBefore = daemon.events.filter(Self.isCommand("maintain")).count
+        try await daemon.waitForEvent(count: maintainsBefore + 1, Self.isCommand("maintain"))
+        #expect(daemon.events.filter(Self.isCommand("evaluate")).count == 1, "a reload does not evaluate again")
+
+        // A version that does not load: reported with its line, the last good one runs on.
+        try "return {\n  name = \n".write(toFile: script, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        let broken = try await daemon.waitForEvent(count: 2) { $0["event"] as? String == "reload" && $0["reason"] as? String == "SIGHUP" }
+        #expect((broken["problems"] as? [String])?.first?.contains("aroma.lua:3:") == true)
+        let maintainsAfter = daemon.events.filter(Self.isCommand("maintain")).count
+        try await daemon.waitForEvent(count: maintainsAfter + 1, Self.isCommand("maintain"))
+
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+        #expect(!FileManager.default.fileExists(atPath: socket), "the control socket is removed on a clean stop")
+        #expect(daemon.events.last?["message"] as? String == "stopping on SIGTERM")
+        let saved = try String(contentsOfFile: venue.state + "/state.json", encoding: .utf8)
+        #expect(saved.contains("\"Aroma-Guest\" : \"aroma\""))
+    }
+
+    /// After SIGTERM and after `kill -9`, the next daemon goes on with the cached helper:
+    /// maintain with did_just_join, no evaluate, and a stale control socket is replaced.
+    @Test func restartsWithItsStateAfterSIGTERMAndAfterKillNine() async throws {
+        let venue = try await Self.aromaVenue()
+        defer { Task { await venue.portal.stop() } }
+        let first = try RunningCLI(venue.arguments())
+        try await first.waitForEvent(Self.isState("authenticated"))
+        first.signal(SIGTERM)
+        #expect(try await first.waitForExit() == 0)
+
+        for stop in [SIGKILL, SIGTERM] {
+            let next = try RunningCLI(venue.arguments())
+            try await next.waitForEvent(Self.isState("authenticated"))
+            let commands = next.events.compactMap { $0["command"] as? String }
+            #expect(commands == ["maintain"], "the cached helper maintains; nothing is evaluated")
+            next.signal(stop)
+            let status = try await next.waitForExit()
+            #expect(stop == SIGKILL ? status != 0 : status == 0)
+        }
+        #expect(FileManager.default.fileExists(atPath: venue.state + "/store/aroma.json"))
+    }
+
+    @Test func watchReloadsOnSaveAndReportsABrokenScriptWithItsLine() async throws {
+        let venue = try await Self.aromaVenue()
+        defer { Task { await venue.portal.stop() } }
+        let daemon = try RunningCLI(venue.arguments(["--watch"]))
+        try await daemon.waitForEvent(Self.isState("authenticated"))
+        try "return {\n  name = 'Broken', hosts = {},\n  evaluate = 3,\n}\n".write(toFile: venue.scripts + "/broken.lua", atomically: true, encoding: .utf8)
+        let broken = try await daemon.waitForEvent { $0["event"] as? String == "reload" && $0["reason"] as? String == "changed on disk" }
+        #expect((broken["problems"] as? [String]) == ["\(venue.scripts)/broken.lua:3: the handler `evaluate` must be a function, not a number"])
+        try "return { name = 'Other', hosts = {}, evaluate = function() return 'none' end }\n"
+            .write(toFile: venue.scripts + "/broken.lua", atomically: true, encoding: .utf8)
+        let fixed = try await daemon.waitForEvent(count: 2) { $0["event"] as? String == "reload" && $0["reason"] as? String == "changed on disk" }
+        #expect(fixed["added"] as? [String] == ["broken"])
+        try FileManager.default.removeItem(atPath: venue.scripts + "/broken.lua")
+        let removed = try await daemon.waitForEvent(count: 3) { $0["event"] as? String == "reload" && $0["reason"] as? String == "changed on disk" }
+        #expect(removed["removed"] as? [String] == ["broken"])
+        daemon.signal(SIGINT)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
+    @Test func uiLogoffDisableAndEnableTalkToTheDaemon() async throws {
+        let venue = try await Venue(.email, script: "library.lua", ssid: "City-Library", portalHost: "wifi.library.example")
+        defer { Task { await venue.portal.stop() } }
+        let daemon = try RunningCLI(venue.arguments())
+        try await daemon.waitForEvent(Self.isState("presenting_ui", "City-Library"))
+
+        let notThere = try await venue.control(["ui", "Nowhere"])
+        #expect(notThere.status == 1)
+        #expect(notThere.errors.contains("no network \"Nowhere\" here; this daemon runs City-Library"))
+        let ui = try await venue.control(["ui", "City-Library", "--answer", "email=reader@example.org"])
+        #expect(ui.status == 0, "\(ui.errors)")
+        #expect(ui.output == "City-Library is authenticated\n")
+        try await daemon.waitForEvent(Self.isState("authenticated", "City-Library"))
+        let again = try await venue.control(["ui", "City-Library"])
+        #expect(again.status == 1)
+        #expect(again.errors.contains("City-Library is authenticated, not waiting for a person"))
+
+        let logoff = try await venue.control(["logoff", "City-Library"])
+        #expect(logoff.status == 0, "\(logoff.errors)")
+        try await daemon.waitForEvent(Self.isCommand("logoff"))
+
+        let disable = try await venue.control(["disable", "--helper", "library", "--ssid", "City-Library"])
+        #expect(disable.status == 0)
+        #expect(disable.output == "library is disabled for City-Library\n")
+        let stateFile = try String(contentsOfFile: venue.state + "/state.json", encoding: .utf8)
+        #expect(stateFile.contains("disabledForNetwork"))
+        #expect(stateFile.contains("library"))
+        let unknown = try await venue.control(["enable", "--helper", "nobody"])
+        #expect(unknown.status == 1)
+        #expect(unknown.errors.contains("no helper \"nobody\"; the helpers are library"))
+        #expect(try await venue.control(["enable", "--helper", "library", "--ssid", "City-Library"]).status == 0)
+        #expect(!(try String(contentsOfFile: venue.state + "/state.json", encoding: .utf8)).contains("City-Library\" : ["))
+
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+        let gone = try await venue.control(["logoff", "City-Library"])
+        #expect(gone.status == 1)
+        #expect(gone.errors.contains("no hotspot-helper daemon answers on"))
+    }
+
+    @Test func aSecondDaemonOnTheSameStateDirectoryIsRefused() async throws {
+        let venue = try await Self.aromaVenue()
+        defer { Task { await venue.portal.stop() } }
+        let daemon = try RunningCLI(venue.arguments())
+        try await daemon.waitForEvent(Self.isState("authenticated"))
+        let second = try await CLI.run(venue.arguments())
+        #expect(second.status == 2)
+        #expect(second.errors.contains("another hotspot-helper daemon answers on"))
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
+    @Test func usageErrorsSayWhatIsExpected() async throws {
+        let scripts = try CLI.temporaryDirectory()
+        let noSource = try await CLI.run(["run", "--scripts", scripts])
+        #expect(noSource.status == 2)
+        #expect(noSource.errors.contains("--source"))
+        let badSource = try await CLI.run(["run", "--scripts", scripts, "--source", "wlan0:Cafe"])
+        #expect(badSource.status == 2)
+        #expect(badSource.errors.contains("expected interface:IFACE:SSID"))
+        let noInterface = try await CLI.run(["run", "--scripts", scripts, "--source", "interface:nosuch0:Cafe"])
+        #expect(noInterface.status == 2)
+        #expect(noInterface.errors.contains("no network interface called \"nosuch0\""))
+        let nothingLoads = try await CLI.run(["run", "--scripts", scripts, "--source", "interface:lo:Cafe",
+                                              "--state-dir", try CLI.temporaryDirectory()])
+        #expect(nothingLoads.status == 2)
+        #expect(nothingLoads.errors.contains("nothing to run"))
+    }
+
+    /// A veth interface in a namespace of its own: down, the daemon leaves the network;
+    /// up again, it joins it again (with the cached helper: maintain, no evaluate).
+    @Test(.enabled(if: TwoNetworks.unavailableReason == nil, "needs root and network namespaces"))
+    func leavesWhenTheLinkGoesDownAndJoinsWhenItComesBack() async throws {
+        let namespace = "hh\(getpid() % 100_000)l"
+        #expect(try TwoNetworks.shell("ip netns add \(namespace) && ip -n \(namespace) link add link0 type veth peer name peer0 && ip -n \(namespace) link set peer0 up && ip -n \(namespace) link set link0 up") == 0)
+        defer { _ = try? TwoNetworks.shell("ip netns del \(namespace)") }
+        let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma])
+        let daemon = try RunningCLI(["ip", "netns", "exec", namespace, CLI.path, "run", "--json", "--scripts", scripts,
+                                     "--source", "interface:link0:Aroma-Guest", "--state-dir", try CLI.temporaryDirectory()],
+                                    executable: "/usr/bin/env")
+        try await daemon.waitForEvent(Self.isState("authenticated"))
+        #expect(try TwoNetworks.shell("ip -n \(namespace) link set link0 down") == 0)
+        try await daemon.waitForEvent(Self.isState("inactive"))
+        #expect(try TwoNetworks.shell("ip -n \(namespace) link set link0 up") == 0)
+        try await daemon.waitForEvent(count: 2, Self.isState("authenticated"))
+        let commands = daemon.events.compactMap { $0["command"] as? String }
+        #expect(commands == ["evaluate", "authenticate", "maintain"])
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+
+/// A long-running `hotspot-helper` (run, dev) whose output is read as it comes, on threads
+/// of its own, so a test can wait for an event, signal the process, and wait for its end.
+final class RunningCLI: Sendable {
+    let process: Process
+    private let output = Mutex("")
+    private let errors = Mutex("")
+    private let finished = Mutex(0)
+
+    init(_ arguments: [String], executable: String = CLI.path) throws {
+        let (process, output, errors) = try CLI.start(arguments, executable: executable)
+        self.process = process
+        Self.collect(output, into: self)
+        Self.collect(errors, into: self, isErrors: true)
+    }
+
+    private static func collect(_ pipe: Pipe, into running: RunningCLI, isErrors: Bool = false) {
+        Thread {
+            while true {
+                let chunk = pipe.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                let text = String(decoding: chunk, as: UTF8.self)
+                if isErrors {
+                    running.errors.withLock { $0 += text }
+                } else {
+                    running.output.withLock { $0 += text }
+                }
+            }
+            running.finished.withLock { $0 += 1 }
+        }.start()
+    }
+
+    var standardOutput: String { output.withLock { $0 } }
+    var standardError: String { errors.withLock { $0 } }
+
+    /// The JSON lines written so far, decoded.
+    var events: [[String: Any]] {
+        standardOutput.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    /// Waits until `count` events match (the count includes those already there), and
+    /// returns the last that did; fails the test with what was written if none comes.
+    @discardableResult
+    func waitForEvent(count: Int = 1, timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
+                      _ matches: ([String: Any]) -> Bool) async throws -> [String: Any] {
+        let end = ContinuousClock.now + timeout
+        while ContinuousClock.now < end {
+            let found = events.filter(matches)
+            if found.count >= count { return found[count - 1] }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("no such event within \(timeout); output:\n\(standardOutput)\nerrors:\n\(standardError)", sourceLocation: sourceLocation)
+        throw CancellationError()
+    }
+
+    /// Waits until `text` appears on standard output or standard error.
+    func waitForText(_ text: String, timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let end = ContinuousClock.now + timeout
+        while ContinuousClock.now < end {
+            if standardOutput.contains(text) || standardError.contains(text) { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("\"\(text)\" did not appear within \(timeout); output:\n\(standardOutput)\nerrors:\n\(standardError)",
+                     sourceLocation: sourceLocation)
+        throw CancellationError()
+    }
+
+    func signal(_ number: Int32) {
+        kill(process.processIdentifier, number)
+    }
+
+    /// Waits for the process to end (both pipes closed) and returns its exit status; nil
+    /// when it is still running after `timeout` (it is killed then).
+    func waitForExit(timeout: Duration = .seconds(10)) async throws -> Int32? {
+        let end = ContinuousClock.now + timeout
+        while ContinuousClock.now < end {
+            if finished.withLock({ $0 }) == 2 {
+                let process = self.process
+                return try await onOwnThread {
+                    process.waitUntilExit()
+                    return process.terminationStatus
+                }
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        signal(SIGKILL)
+        return nil
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}

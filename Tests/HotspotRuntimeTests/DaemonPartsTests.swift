@@ -1,0 +1,180 @@
+import Foundation
+import LuaSandbox
+import Synchronization
+import Testing
+@testable import HotspotRuntime
+
+@Suite("Helper catalog")
+struct HelperCatalogTests {
+    @Test func refreshLoadsWhatChangedAndKeepsTheLastGoodVersion() async throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        let engine = try LuaEngine(HotspotRuntime.engineConfiguration(workerCount: 1))
+        defer { engine.shutdown() }
+        let catalog = HelperCatalog(path: directory, engine: engine, retirementDelay: .milliseconds(10))
+        try venue("One", confidence: "high").write(toFile: directory + "/one.lua", atomically: true, encoding: .utf8)
+        try venue("Two").write(toFile: directory + "/two.lua", atomically: true, encoding: .utf8)
+        #expect(await catalog.refresh() == HelperCatalog.Change(added: ["one", "two"]))
+        #expect(await catalog.refresh() == HelperCatalog.Change(), "the same text is not loaded again")
+
+        try venue("One again", confidence: "high").write(toFile: directory + "/one.lua", atomically: true, encoding: .utf8)
+        #expect(await catalog.refresh() == HelperCatalog.Change(reloaded: ["one"]))
+        #expect(await catalog.helpers.map(\.displayName) == ["One again", "Two"])
+
+        try "return {\n  name = 'Broken', hosts = {},\n  evaluate = 'no',\n}".write(toFile: directory + "/one.lua", atomically: true, encoding: .utf8)
+        let broken = await catalog.refresh()
+        #expect(!broken.changesHelpers)
+        #expect(broken.problems.map(\.location) == [directory + "/one.lua:3"])
+        #expect(await catalog.helpers.map(\.displayName) == ["One again", "Two"], "the last good version stays")
+        let lastGood = try #require(await catalog.helpers.first)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(try await engine.call(lastGood.handle, "describe").get().first?.tableValue?["name"] == "One again",
+                "the last good version still answers")
+
+        try FileManager.default.removeItem(atPath: directory + "/two.lua")
+        #expect(await catalog.refresh().removed == ["two"])
+        #expect(await catalog.helpers.map(\.id) == ["one"])
+    }
+}
+
+@Suite("Script watcher")
+struct ScriptWatcherTests {
+    /// Counts the changes reported, until the watcher stops.
+    final class Changes: Sendable {
+        private final class Counter: Sendable {
+            let count = Mutex(0)
+        }
+
+        private let counter = Counter()
+        let task: Task<Void, Never>
+
+        init(_ watcher: ScriptWatcher) {
+            let counter = self.counter
+            task = Task {
+                for await _ in watcher.changes { counter.count.withLock { $0 += 1 } }
+            }
+        }
+
+        var value: Int { counter.count.withLock { $0 } }
+    }
+
+    @Test func reportsSavesRenamesAndDeletionsOfScriptsOnly() async throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        let watcher = try ScriptWatcher(path: directory)
+        let changes = Changes(watcher)
+        try "-- a".write(toFile: directory + "/venue.lua", atomically: false, encoding: .utf8)
+        try await eventually { changes.value == 1 }
+        #expect(changes.value == 1)
+
+        try "not a script".write(toFile: directory + "/notes.txt", atomically: false, encoding: .utf8)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(changes.value == 1, "other files are not scripts")
+
+        try "-- b".write(toFile: directory + "/.venue.lua.swp", atomically: false, encoding: .utf8)
+        try FileManager.default.moveItem(atPath: directory + "/.venue.lua.swp", toPath: directory + "/other.lua")
+        try await eventually { changes.value == 2 }
+        try FileManager.default.removeItem(atPath: directory + "/other.lua")
+        try await eventually { changes.value == 3 }
+        #expect(changes.value == 3)
+        watcher.stop()
+        await changes.task.value
+    }
+
+    @Test func aFileIsWatchedThroughItsDirectory() async throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        try "-- a".write(toFile: directory + "/venue.lua", atomically: true, encoding: .utf8)
+        let watcher = try ScriptWatcher(path: directory + "/venue.lua")
+        let changes = Changes(watcher)
+        try "-- other".write(toFile: directory + "/other.lua", atomically: true, encoding: .utf8)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(changes.value == 0, "only the watched file counts")
+        try "-- b".write(toFile: directory + "/venue.lua", atomically: true, encoding: .utf8)  // renamed over it
+        try await eventually { changes.value == 1 }
+        #expect(changes.value == 1)
+        watcher.stop()
+        await changes.task.value
+        #expect(throws: ScriptWatcher.WatchError.self) { try ScriptWatcher(path: directory + "/missing.lua") }
+    }
+}
+
+@Suite("Control socket")
+struct ControlSocketTests {
+    @Test func answersRequestsOnAnOwnerOnlySocketAndRefusesASecondServer() async throws {
+        let path = RuntimeFixture.temporaryDirectory() + "/" + ControlServer.fileName
+        let seen = Mutex<[ControlRequest]>([])
+        let server = try ControlServer(path: path) { request in
+            seen.withLock { $0.append(request) }
+            return ControlReply(ok: true, message: "did \(request.command.rawValue)", state: .authenticated)
+        }
+        let mode = try #require(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+        let request = ControlRequest(command: .ui, network: "Cafe", answers: ["email": "a@example.org"])
+        let reply = try await Task.detached { try ControlClient.send(request, to: path) }.value
+        #expect(reply == ControlReply(ok: true, message: "did ui", state: .authenticated))
+        #expect(seen.withLock { $0 } == [request])
+
+        #expect(throws: ControlSocketError.self) { try ControlServer(path: path) { _ in ControlReply(ok: true, message: "") } }
+
+        server.stop()
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(throws: ControlSocketError.self) { try ControlClient.send(request, to: path) }
+    }
+
+    @Test func aStaleSocketFileIsReplacedAndGarbageIsRefused() async throws {
+        let path = RuntimeFixture.temporaryDirectory() + "/" + ControlServer.fileName
+        // A socket file nobody listens on, as a killed daemon leaves it.
+        let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = try ControlServer.address(path)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        close(stale)
+        #expect(FileManager.default.fileExists(atPath: path))
+        let server = try ControlServer(path: path) { _ in ControlReply(ok: true, message: "fine") }
+        defer { server.stop() }
+
+        let answer = try await Task.detached { () throws -> String in
+            let descriptor = try ControlServer.connect(path)
+            defer { close(descriptor) }
+            _ = ControlServer.writeAll(descriptor, Array("not json\n".utf8))
+            return String(decoding: ControlServer.readLine(descriptor, limit: 4096) ?? [], as: UTF8.self)
+        }.value
+        #expect(answer.contains("not a control request in JSON"))
+        #expect(answer.contains("\"ok\":false"))
+    }
+
+    @Test func aPathTooLongForASocketIsAClearError() {
+        let path = "/tmp/" + String(repeating: "d", count: 120) + "/control.sock"
+        #expect {
+            try ControlServer(path: path) { _ in ControlReply(ok: true, message: "") }
+        } throws: { error in
+            (error as? ControlSocketError)?.description.contains("use a shorter --state-dir") == true
+        }
+    }
+}
+
+@Suite("Replacing helpers")
+struct ReplacingHelpersTests {
+    /// A network keeps its session across a reload; when its helper is gone, the next
+    /// maintain evaluates again and another helper takes it.
+    @Test func aRemovedHelpersNetworkIsEvaluatedAgainAtItsNextMaintain() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "first": venue("First", confidence: "high", handlers: ["authenticate": "return 'success'", "maintain": "return 'success'"]),
+            "second": venue("Second", confidence: "low", handlers: ["authenticate": "return 'success'"]),
+        ])
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "first")
+        let second = try #require(await fixture.runtime.helpers.first { $0.id == "second" })
+        await fixture.runtime.replaceHelpers([second])
+        #expect(fixture.events.all.contains { $0.message?.contains("the helper first of Venue-Guest was removed") == true })
+        #expect(await fixture.runtime.state(of: guest.ssid) == .authenticated)
+        #expect(await fixture.runtime.maintain(guest.ssid) == .authenticated)
+        #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "second")
+        #expect(fixture.persistenceChosenHelper == "second")
+    }
+}
+
+extension RuntimeFixture {
+    var persistenceChosenHelper: String? {
+        (try? StateDirectory(path: stateDirectory))?.snapshot.chosenHelpers[guest.ssid]
+    }
+}
