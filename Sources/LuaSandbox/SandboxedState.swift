@@ -193,6 +193,10 @@ final class HostRegistry {
 
     var liveObjectCount: Int { objects.count }
 
+    func openObjectCount(where matches: (any AnyHostClass) -> Bool) -> Int {
+        objects.values.count { matches($0.hostClass) }
+    }
+
     static let callbackInstalled: Void = {
         sbx_set_host_callback { host, id, arguments, length, out in
             let registry = Unmanaged<HostRegistry>.fromOpaque(host!).takeUnretainedValue()
@@ -216,7 +220,7 @@ final class HostRegistry {
         func write(_ bytes: [UInt8]) { bytes.withUnsafeBytes { _ = sbx_buffer_append(out, $0.baseAddress, $0.count) } }
         do {
             let values = try LuaValueCodec.decode(tuple: UnsafeBufferPointer(start: arguments, count: length))
-            let results = try body(HostCall(functionName: name, arguments: values, state: state!))
+            let results = try body(HostCall(functionName: name, arguments: values, state: state!, registry: self))
             write(try LuaValueCodec.encode(tuple: results, objects: encode))
             return 0
         } catch let error as HostError {
