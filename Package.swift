@@ -70,7 +70,8 @@ let package = Package(
         .testTarget(
             name: "HotspotNetworkTests",
             dependencies: [
-                "HotspotNetwork", "ScriptLibraries", "LuaSandbox", "TestSupport", .product(name: "Hummingbird", package: "hummingbird"),
+                "HotspotNetwork", "ScriptLibraries", "LuaSandbox", "HotspotRuntime", "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

@@ -21,7 +21,8 @@
 
 // Registry keys (addresses of these statics are unique light userdata).
 static const char KEY_STATE = 0, KEY_BASE = 0, KEY_ENV = 0, KEY_HOST = 0,
-                  KEY_PUBLIC = 0, KEY_ENTRIES = 0, KEY_EXPORTS = 0;
+                  KEY_PUBLIC = 0, KEY_ENTRIES = 0, KEY_EXPORTS = 0, KEY_CLASSES = 0,
+                  KEY_OBJECTS = 0;
 
 struct sbx_state {
     lua_State *L;
@@ -41,8 +42,10 @@ struct sbx_state {
 };
 
 static sbx_host_callback host_callback;
+static sbx_object_callback object_callback;
 
 void sbx_set_host_callback(sbx_host_callback callback) { host_callback = callback; }
+void sbx_set_object_callback(sbx_object_callback callback) { object_callback = callback; }
 
 int64_t sbx_monotonic_ns(void) {
     struct timespec now;
@@ -157,6 +160,15 @@ static int must_propagate(sbx_state *S, int status) {
 static const char *encode_value(lua_State *L, int index, sbx_buffer *b, int depth,
                                 const void **path);
 
+/// Whether the value at `index` is a host object (its metatable carries the class mark).
+static int is_host_object(lua_State *L, int index) {
+    if (lua_type(L, index) != LUA_TUSERDATA || !lua_checkstack(L, 2) || !lua_getmetatable(L, index))
+        return 0;
+    int marked = lua_rawgetp(L, -1, &KEY_CLASSES) == LUA_TBOOLEAN;
+    lua_pop(L, 2);
+    return marked;
+}
+
 static const char *encode_table(lua_State *L, int index, sbx_buffer *b, int depth,
                                 const void **path) {
     const void *identity = lua_topointer(L, index);
@@ -212,6 +224,10 @@ static const char *encode_value(lua_State *L, int index, sbx_buffer *b, int dept
         break;
     }
     case LUA_TTABLE: return encode_table(L, index, b, depth, path);
+    case LUA_TUSERDATA:
+        if (is_host_object(L, index))
+            return "a host object cannot be copied out of its Lua state; only its methods use it";
+        return "userdata";
     default: return lua_typename(L, lua_type(L, index));
     }
     return fail ? "out of memory" : NULL;
@@ -258,6 +274,89 @@ static int read_u64(reader *r, uint64_t *v) {
     return 0;
 }
 
+static int read_text(reader *r, const char **text, uint32_t *length) {
+    if (read_u32(r, length) || r->length - r->position < *length) return -1;
+    *text = (const char *)r->data + r->position;
+    r->position += *length;
+    return 0;
+}
+
+static int method_trampoline(lua_State *L);
+static int object_release(lua_State *L);
+
+/// Pushes the metatable of host class `class_id`, building it from the description in
+/// `r` the first time; the description is consumed either way.
+static int push_class(lua_State *L, reader *r, uint32_t class_id) {
+    const char *name, *method;
+    uint32_t name_length, method_length, method_count;
+    if (read_text(r, &name, &name_length) || read_u32(r, &method_count) ||
+        method_count > r->length - r->position)
+        return -1;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_CLASSES);
+    if (lua_rawgeti(L, -1, class_id) == LUA_TTABLE) {
+        lua_remove(L, -2);
+        for (uint32_t i = 0; i < method_count; i++)
+            if (read_text(r, &method, &method_length)) return -1;
+        return 0;
+    }
+    lua_pop(L, 1);
+    lua_createtable(L, 0, 6);
+    int metatable = lua_gettop(L);
+    lua_createtable(L, 0, (int)method_count);
+    for (uint32_t i = 0; i < method_count; i++) {
+        if (read_text(r, &method, &method_length)) return -1;
+        lua_pushlstring(L, method, method_length);
+        lua_pushinteger(L, class_id);
+        lua_pushinteger(L, i);
+        lua_pushlstring(L, name, name_length);
+        lua_pushfstring(L, "%s:%s", lua_tostring(L, -1), lua_tostring(L, -4));
+        lua_pushcclosure(L, method_trampoline, 4);
+        lua_rawset(L, -3);
+    }
+    lua_setfield(L, metatable, "__index");
+    lua_pushlstring(L, name, name_length);
+    lua_setfield(L, metatable, "__name");
+    lua_pushliteral(L, "locked");
+    lua_setfield(L, metatable, "__metatable");
+    lua_pushinteger(L, class_id);
+    lua_pushcclosure(L, object_release, 1);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, metatable, "__gc");
+    lua_setfield(L, metatable, "__close");
+    lua_pushboolean(L, 1);
+    lua_rawsetp(L, metatable, &KEY_CLASSES);  // the mark of a host class
+    lua_pushvalue(L, metatable);
+    lua_rawseti(L, -3, class_id);
+    lua_remove(L, -2);
+    return 0;
+}
+
+/// Pushes the host object `handle`: the userdata the state already holds for it, or a
+/// new one of class `class_id`.
+static int push_object(lua_State *L, reader *r) {
+    uint32_t class_id;
+    uint64_t handle;
+    if (read_u32(r, &class_id) || read_u64(r, &handle) || handle > (uint64_t)LUA_MAXINTEGER ||
+        !lua_checkstack(L, 10))
+        return -1;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_OBJECTS);
+    if (lua_rawgeti(L, -1, (lua_Integer)handle) == LUA_TUSERDATA) {
+        lua_remove(L, -2);
+        if (push_class(L, r, class_id)) return -1;  // the description is read and dropped
+        lua_pop(L, 1);
+        return 0;
+    }
+    lua_pop(L, 1);
+    uint64_t *payload = lua_newuserdatauv(L, sizeof *payload, 0);
+    *payload = handle;
+    if (push_class(L, r, class_id)) return -1;
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, -3, (lua_Integer)handle);
+    lua_remove(L, -2);
+    return 0;
+}
+
 /// Pushes one decoded value. Lua allocation errors long-jump from here, which is fine:
 /// only C frames lie between this and the protected call.
 static int push_value(lua_State *L, reader *r, int depth) {
@@ -300,6 +399,7 @@ static int push_value(lua_State *L, reader *r, int depth) {
         }
         return 0;
     }
+    case SBX_TAG_OBJECT: return push_object(L, r);
     default: return -1;
     }
 }
@@ -609,6 +709,15 @@ static int build_base(lua_State *L) {
     lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_HOST);
     lua_newtable(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_PUBLIC);
+    // Host classes by id, and host objects by handle; the latter must not keep them alive.
+    lua_newtable(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_CLASSES);
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "v");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_OBJECTS);
     return 0;
 }
 
@@ -636,7 +745,8 @@ sbx_state *sbx_open(size_t memory_limit, void *host) {
 
 void sbx_close(sbx_state *S) {
     if (!S) return;
-    // No script can own a finalizer (__gc is refused), so closing cannot hang.
+    // No script can own a finalizer (__gc is refused), so closing cannot hang; the only
+    // finalizers are host objects', which release them in the host.
     lua_close(S->L);
     sbx_buffer_free(&S->host_arguments);
     sbx_buffer_free(&S->host_results);
@@ -650,23 +760,76 @@ size_t sbx_memory_used(const sbx_state *S) { return S->used; }
 
 // MARK: host functions
 
-static int host_trampoline(lua_State *L) {
-    sbx_state *S = state_of(L);
-    int32_t id = (int32_t)lua_tointeger(L, lua_upvalueindex(1));
-    const char *error = encode_tuple(L, 1, lua_gettop(L), &S->host_arguments);
+/// Encodes the arguments from `first` on for a host callback; raises on values that
+/// cannot cross.
+static void encode_host_arguments(lua_State *L, sbx_state *S, int first) {
+    const char *error = encode_tuple(L, first, lua_gettop(L), &S->host_arguments);
     if (error) {
-        if (strchr(error, ' ')) return luaL_error(L, "%s", error);
-        return luaL_error(L, "a %s value cannot be passed to a host function", error);
+        if (strchr(error, ' ')) luaL_error(L, "%s", error);
+        luaL_error(L, "a %s value cannot be passed to a host function", error);
     }
     S->host_results.length = 0;
-    int failed = host_callback ? host_callback(S->host, id, S->host_arguments.data,
-                                               S->host_arguments.length, &S->host_results)
-                               : 1;
+}
+
+/// Pushes a host callback's results, or raises its error message.
+static int finish_host_call(lua_State *L, sbx_state *S, int failed) {
     if (failed) {
         lua_pushlstring(L, (const char *)S->host_results.data, S->host_results.length);
         return lua_error(L);
     }
     return push_tuple(L, S->host_results.data, S->host_results.length);
+}
+
+static int host_trampoline(lua_State *L) {
+    sbx_state *S = state_of(L);
+    int32_t id = (int32_t)lua_tointeger(L, lua_upvalueindex(1));
+    encode_host_arguments(L, S, 1);
+    int failed = host_callback ? host_callback(S->host, id, S->host_arguments.data,
+                                               S->host_arguments.length, &S->host_results)
+                               : 1;
+    return finish_host_call(L, S, failed);
+}
+
+/// The handle of the host object at `index` if it is of class `class_id`, else NULL.
+static const uint64_t *object_of_class(lua_State *L, int index, int32_t class_id) {
+    if (!is_host_object(L, index)) return NULL;
+    lua_getmetatable(L, index);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_CLASSES);
+    lua_rawgeti(L, -1, class_id);
+    int same = lua_rawequal(L, -1, -3);
+    lua_pop(L, 3);
+    return same ? lua_touserdata(L, index) : NULL;
+}
+
+// Upvalues: class id, method number, class name, "class:method".
+static int method_trampoline(lua_State *L) {
+    sbx_state *S = state_of(L);
+    int32_t class_id = (int32_t)lua_tointeger(L, lua_upvalueindex(1));
+    int32_t method = (int32_t)lua_tointeger(L, lua_upvalueindex(2));
+    const uint64_t *handle = object_of_class(L, 1, class_id);
+    if (!handle) {
+        const char *got = luaL_typename(L, 1);
+        if (is_host_object(L, 1) && luaL_getmetafield(L, 1, "__name") == LUA_TSTRING) got = lua_tostring(L, -1);
+        const char *qualified = lua_tostring(L, lua_upvalueindex(4));
+        return luaL_error(L, "bad self to '%s' (%s expected, got %s); call it as object:%s(...)",
+                          qualified, lua_tostring(L, lua_upvalueindex(3)), got, strrchr(qualified, ':') + 1);
+    }
+    uint64_t self = *handle;
+    encode_host_arguments(L, S, 2);
+    int failed = object_callback ? object_callback(S->host, class_id, method, self, S->host_arguments.data,
+                                                   S->host_arguments.length, &S->host_results)
+                                 : 1;
+    return finish_host_call(L, S, failed);
+}
+
+// __gc and __close of host objects (upvalue: class id). Raises nothing: a finalizer's
+// error would only become a warning.
+static int object_release(lua_State *L) {
+    const uint64_t *handle = object_of_class(L, 1, (int32_t)lua_tointeger(L, lua_upvalueindex(1)));
+    if (handle && object_callback)
+        object_callback(state_of(L)->host, (int32_t)lua_tointeger(L, lua_upvalueindex(1)),
+                        SBX_METHOD_RELEASE, *handle, NULL, 0, NULL);
+    return 0;
 }
 
 typedef struct host_function {

@@ -50,6 +50,8 @@ public struct HTTPFailure: Error, Sendable, Equatable, CustomStringConvertible {
         case notAllowed = "not_allowed"
         case redirectLoop = "redirect_loop"
         case `protocol`
+        /// A TCP peer closed or reset the connection (`cmd:tcp`).
+        case closed
     }
 
     public let kind: Kind

@@ -13,6 +13,7 @@ enum HelperPrelude {
     local type, pairs, ipairs, error, tostring, setmetatable, next = type, pairs, ipairs, error, tostring, setmetatable, next
     local rawget, pcall = rawget, pcall
     local http_request, http_probe = host.http.request, host.http.probe
+    local socket_tcp, socket_udp = host.socket.tcp, host.socket.udp
 
     -- Libraries every script sees as globals.
     globals.sleep = host.time.sleep
@@ -109,6 +110,18 @@ enum HelperPrelude {
       function cmd.probe()
         return http_probe(context)
       end
+
+      -- cmd:tcp(host, port, options) and cmd:udp(host, port, options); the dot forms work too.
+      local function socket_opener(open)
+        return function(self, host_name, port, options)
+          if self ~= cmd then host_name, port, options = self, host_name, port end
+          local ok, socket, message = pcall(open, context, host_name, port, options)
+          if not ok then error(socket, 2) end
+          return socket, message
+        end
+      end
+      cmd.tcp = socket_opener(socket_tcp)
+      cmd.udp = socket_opener(socket_udp)
 
       function cmd.secret(self, name)
         if name == nil and self ~= cmd then name = self end

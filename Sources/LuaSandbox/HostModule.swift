@@ -34,6 +34,13 @@ public struct HostCall: ~Copyable {
     public let functionName: String
     public let arguments: [LuaValue]
     let state: OpaquePointer
+    let registry: HostRegistry
+
+    /// How many objects of `hostClass` the running script holds open, for host functions
+    /// that bound them (sockets per command).
+    public func openObjects<Object>(of hostClass: HostClass<Object>) -> Int {
+        registry.openObjectCount { $0 === hostClass }
+    }
 
     /// The running call's deadline, if it has one; blocking work must end by then.
     public var deadline: Deadline? {

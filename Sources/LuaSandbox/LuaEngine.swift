@@ -110,8 +110,9 @@ public final class LuaEngine: Sendable {
         case .after(let duration): .after(duration)
         case .unlimited: nil
         }
-        let frame = WorkerFrame.call(script: script.id, entry: entry, arguments: LuaValueCodec.encode(tuple: arguments),
-                                     deadline: deadline?.nanoseconds ?? 0)
+        let encoded: [UInt8]
+        do throws(LuaScriptError) { encoded = try LuaValueCodec.encode(tuple: arguments) } catch { return CallOutcome(result: .failure(error)) }
+        let frame = WorkerFrame.call(script: script.id, entry: entry, arguments: encoded, deadline: deadline?.nanoseconds ?? 0)
         return await slots[script.slot].perform(frame, deadline: deadline, installing: nil)
             .decoded(memoryLimit: configuration.memoryLimit)
     }

@@ -1,6 +1,7 @@
 /// A Lua value that can cross the sandbox boundary: between Swift and a Lua state, and
 /// between the supervisor and a worker process. Functions, userdata and threads stay
-/// inside the sandbox.
+/// inside the sandbox; host objects (`HostClass`) go only from host functions into their
+/// own state.
 public enum LuaValue: Sendable, Hashable {
     case `nil`
     case boolean(Bool)
@@ -9,6 +10,8 @@ public enum LuaValue: Sendable, Hashable {
     /// Lua strings are byte strings: they may hold NULs and bytes that are not UTF-8.
     case string([UInt8])
     case table(LuaTable)
+    /// A Swift object a host function hands to its script (see `HostClass`).
+    case object(HostObject)
 
     /// A string value from Swift text.
     public static func text(_ text: String) -> LuaValue { .string(Array(text.utf8)) }
@@ -58,6 +61,7 @@ public enum LuaValue: Sendable, Hashable {
         case .integer, .number: "number"
         case .string: "string"
         case .table: "table"
+        case .object: "userdata"
         }
     }
 }
@@ -128,6 +132,7 @@ extension LuaValue: CustomStringConvertible {
         case .string: "\"\(stringValue!)\""
         case .table(let table):
             "{" + table.entries.map { "[\($0.key)] = \($0.value)" }.sorted().joined(separator: ", ") + "}"
+        case .object(let object): "<\(object.className) object>"
         }
     }
 }

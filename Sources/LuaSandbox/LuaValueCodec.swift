@@ -4,15 +4,19 @@ internal import CLuaSandbox
 /// a tuple is a u32 count followed by values; a value is a tag byte and its payload
 /// (little-endian integers, u32-prefixed strings, u32-counted key/value pairs).
 enum LuaValueCodec {
-    static func encode(tuple values: [LuaValue]) -> [UInt8] {
+    /// Host objects are encoded by `objects` (the registry of the state they go to); without
+    /// it they are refused, since they cannot leave their state.
+    static func encode(tuple values: [LuaValue],
+                       objects: ((HostObject, inout [UInt8]) -> Void)? = nil) throws(LuaScriptError) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(16)
         appendUInt32(UInt32(values.count), to: &bytes)
-        for value in values { append(value, to: &bytes) }
+        for value in values { try append(value, to: &bytes, objects: objects) }
         return bytes
     }
 
-    static func append(_ value: LuaValue, to bytes: inout [UInt8]) {
+    private static func append(_ value: LuaValue, to bytes: inout [UInt8],
+                               objects: ((HostObject, inout [UInt8]) -> Void)?) throws(LuaScriptError) {
         switch value {
         case .nil: bytes.append(UInt8(SBX_TAG_NIL))
         case .boolean(let flag): bytes.append(UInt8(flag ? SBX_TAG_TRUE : SBX_TAG_FALSE))
@@ -30,9 +34,14 @@ enum LuaValueCodec {
             bytes.append(UInt8(SBX_TAG_TABLE))
             appendUInt32(UInt32(table.entries.count), to: &bytes)
             for (key, value) in table.entries {
-                append(key, to: &bytes)
-                append(value, to: &bytes)
+                try append(key, to: &bytes, objects: objects)
+                try append(value, to: &bytes, objects: objects)
             }
+        case .object(let object):
+            guard let objects else {
+                throw LuaScriptError(.invalidValue, "a \(object.className) object cannot leave the Lua state it belongs to")
+            }
+            objects(object, &bytes)
         }
     }
 

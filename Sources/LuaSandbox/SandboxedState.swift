@@ -172,10 +172,18 @@ func formatBytes(_ bytes: Int) -> String {
     return "\(bytes) bytes"
 }
 
-/// The host functions of one state, found by the C trampoline through an opaque pointer.
+/// The host functions and host objects of one state, found by the C trampolines through
+/// an opaque pointer.
 final class HostRegistry {
     let functions: [(name: String, function: HostFunction)]
     var state: OpaquePointer?
+    /// Host classes by the id the state knows them by.
+    private var classes: [any AnyHostClass] = []
+    private var classIDs: [ObjectIdentifier: UInt32] = [:]
+    /// Live objects by handle, and handles by object; handles are never reused.
+    private var objects: [UInt64: HostObject] = [:]
+    private var handles: [ObjectIdentifier: UInt64] = [:]
+    private var nextHandle: UInt64 = 1
 
     init(_ modules: [HostModule]) {
         functions = modules.flatMap { module in
@@ -183,21 +191,110 @@ final class HostRegistry {
         }
     }
 
-    static let callbackInstalled: Void = sbx_set_host_callback { host, id, arguments, length, out in
-        let registry = Unmanaged<HostRegistry>.fromOpaque(host!).takeUnretainedValue()
-        let entry = registry.functions[Int(id)]
+    var liveObjectCount: Int { objects.count }
+
+    func openObjectCount(where matches: (any AnyHostClass) -> Bool) -> Int {
+        objects.values.count { matches($0.hostClass) }
+    }
+
+    static let callbackInstalled: Void = {
+        sbx_set_host_callback { host, id, arguments, length, out in
+            let registry = Unmanaged<HostRegistry>.fromOpaque(host!).takeUnretainedValue()
+            let entry = registry.functions[Int(id)]
+            return registry.respond(to: entry.name, arguments: arguments, length: length, out: out!) { call throws in
+                try entry.function(call)
+            }
+        }
+        sbx_set_object_callback { host, classID, method, handle, arguments, length, out in
+            let registry = Unmanaged<HostRegistry>.fromOpaque(host!).takeUnretainedValue()
+            return registry.dispatch(classID: Int(classID), method: method, handle: handle, arguments: arguments,
+                                     length: length, out: out)
+        }
+    }()
+
+    /// Runs a host function or method on encoded arguments; writes its encoded results
+    /// and returns 0, or writes its error message and returns 1.
+    private func respond(to name: String, arguments: UnsafePointer<UInt8>?, length: Int,
+                         out: UnsafeMutablePointer<sbx_buffer>,
+                         body: (borrowing HostCall) throws -> [LuaValue]) -> Int32 {
         func write(_ bytes: [UInt8]) { bytes.withUnsafeBytes { _ = sbx_buffer_append(out, $0.baseAddress, $0.count) } }
         do {
             let values = try LuaValueCodec.decode(tuple: UnsafeBufferPointer(start: arguments, count: length))
-            let call = HostCall(functionName: entry.name, arguments: values, state: registry.state!)
-            write(LuaValueCodec.encode(tuple: try entry.function(call)))
+            let results = try body(HostCall(functionName: name, arguments: values, state: state!, registry: self))
+            write(try LuaValueCodec.encode(tuple: results, objects: encode))
             return 0
         } catch let error as HostError {
             write(Array(error.message.utf8))
+        } catch let error as LuaScriptError {
+            write(Array("\(name): \(error.message)".utf8))
         } catch {
-            write(Array("\(entry.name): \(error)".utf8))
+            write(Array("\(name): \(error)".utf8))
         }
         return 1
+    }
+
+    private func dispatch(classID: Int, method: Int32, handle: UInt64, arguments: UnsafePointer<UInt8>?,
+                          length: Int, out: UnsafeMutablePointer<sbx_buffer>?) -> Int32 {
+        guard method != SBX_METHOD_RELEASE, let out else {
+            release(handle)
+            return 0
+        }
+        let hostClass = classes[classID]
+        let names = hostClass.methodNames
+        let name = "\(hostClass.name):\(names[Int(method)])"
+        let isClose = Int(method) == names.count - 1
+        return respond(to: name, arguments: arguments, length: length, out: out) { call throws in
+            if isClose {
+                release(handle)
+                return []
+            }
+            guard let object = objects[handle] else { throw HostError("attempt to use a closed \(hostClass.name)") }
+            return try hostClass.invoke(Int(method), on: object.instance, call)
+        }
+    }
+
+    /// Writes `object` for the state: its class id, its handle, its class's description.
+    private func encode(_ object: HostObject, into bytes: inout [UInt8]) {
+        let hostClass = object.hostClass
+        let classID = classIDs[ObjectIdentifier(hostClass)] ?? {
+            let id = UInt32(classes.count)
+            classes.append(hostClass)
+            classIDs[ObjectIdentifier(hostClass)] = id
+            return id
+        }()
+        let handle = handles[ObjectIdentifier(object)] ?? {
+            let handle = nextHandle
+            nextHandle += 1
+            objects[handle] = object
+            handles[ObjectIdentifier(object)] = handle
+            return handle
+        }()
+        bytes.append(UInt8(SBX_TAG_OBJECT))
+        LuaValueCodec.appendUInt32(classID, to: &bytes)
+        LuaValueCodec.appendUInt64(handle, to: &bytes)
+        func appendText(_ text: String) {
+            LuaValueCodec.appendUInt32(UInt32(text.utf8.count), to: &bytes)
+            bytes.append(contentsOf: text.utf8)
+        }
+        appendText(hostClass.name)
+        LuaValueCodec.appendUInt32(UInt32(hostClass.methodNames.count), to: &bytes)
+        hostClass.methodNames.forEach(appendText)
+    }
+
+    /// Closes the object once and drops it; a handle already released is ignored.
+    private func release(_ handle: UInt64) {
+        guard let object = objects.removeValue(forKey: handle) else { return }
+        handles[ObjectIdentifier(object)] = nil
+        object.hostClass.close(object.instance)
+    }
+
+    func releaseAll() {
+        for handle in objects.keys { release(handle) }
+    }
+
+    /// Releases the objects that live no longer than a call.
+    func endCall() {
+        for (handle, object) in objects where object.hostClass.lifetime == .call { release(handle) }
     }
 }
 
@@ -243,7 +340,10 @@ public final class SandboxedState {
         }
     }
 
-    deinit { sbx_close(state) }
+    deinit {
+        sbx_close(state)  // finalizes the host objects the state holds
+        registry.releaseAll()  // and those it never got, when pushing one hit the memory cap
+    }
 
     /// Runs the script's main chunk; its first return value becomes what `call` looks in.
     public func load(_ source: ScriptSource, deadline: Deadline? = nil) -> CallOutcome {
@@ -251,17 +351,23 @@ public final class SandboxedState {
     }
 
     func loadRaw(_ source: ScriptSource, deadline: Deadline?) -> RawOutcome {
-        run(source, deadline: deadline, body: sbx_load_script)
+        defer { registry.endCall() }
+        return run(source, deadline: deadline, body: sbx_load_script)
     }
 
     /// Calls `entry`: the prelude's entry point of that name with the script's exports
     /// first, or else the function of that name in the script's exports.
     public func call(_ entry: String, _ arguments: [LuaValue] = [], deadline: Deadline? = nil) -> CallOutcome {
-        callRaw(entry, encodedArguments: LuaValueCodec.encode(tuple: arguments), deadline: deadline)
-            .decoded(memoryLimit: memoryLimit)
+        do throws(LuaScriptError) {
+            return callRaw(entry, encodedArguments: try LuaValueCodec.encode(tuple: arguments), deadline: deadline)
+                .decoded(memoryLimit: memoryLimit)
+        } catch {
+            return CallOutcome(result: .failure(error))
+        }
     }
 
     func callRaw(_ entry: String, encodedArguments: [UInt8], deadline: Deadline?) -> RawOutcome {
+        defer { registry.endCall() }
         var outcome = sbx_outcome()
         encodedArguments.withUnsafeBufferPointer { arguments in
             sbx_call(state, entry, arguments.baseAddress, arguments.count, deadline?.nanoseconds ?? 0, &outcome)
@@ -270,6 +376,9 @@ public final class SandboxedState {
     }
 
     public var memoryUsed: Int { sbx_memory_used(state) }
+
+    /// Host objects the state holds that were not released yet.
+    var liveObjectCount: Int { registry.liveObjectCount }
 
     public var interruptHandle: InterruptHandle { InterruptHandle(state: state) }
 

@@ -117,10 +117,7 @@ public enum HTTPLibrary {
             request.headers.append(("Content-Type", contentType))
         }
         if !options["timeout"].isNil {
-            guard let seconds = options["timeout"].numberValue, seconds > 0, seconds <= largestTimeout else {
-                throw problem("'timeout' must be a number of seconds above 0 and at most \(Int(largestTimeout))")
-            }
-            request.timeout = .nanoseconds(Int64(seconds * 1e9))
+            request.timeout = try SocketLibrary.seconds(options["timeout"], "cmd:http: 'timeout'")
         }
         if !options["follow_redirects"].isNil {
             guard let follow = options["follow_redirects"].booleanValue else { throw problem("'follow_redirects' must be a boolean") }

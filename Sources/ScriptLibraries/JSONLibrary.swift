@@ -65,6 +65,8 @@ public enum JSONLibrary {
                 try encode(entry.value, into: &output, depth: depth + 1)
             }
             output.append(UInt8(ascii: "}"))
+        case .object(let object):
+            throw HostError("json.encode: a \(object.className) object has no JSON form")
         }
     }
 

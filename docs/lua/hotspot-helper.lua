@@ -91,6 +91,65 @@ function Command:http(options) end
 ---@return ProbeVerdict
 function Command:probe() end
 
+---@class SocketOptions
+---@field timeout? number seconds each operation may take at most (default 10)
+
+---A TCP connection from `cmd:tcp`; closed at the latest when the handler returns.
+---@class TCPConnection
+local TCPConnection = {}
+
+---Sends all of `data`.
+---@param data string
+---@return integer? sent
+---@return string? problem
+function TCPConnection:send(data) end
+
+---`"*l"` (or nothing): a line without its end; `n`: exactly n bytes (fewer only at the end
+---of the stream); `"*a"`: everything until the peer closes (at most 1 MiB).
+---@param amount? "*l"|"*a"|integer
+---@return string? received
+---@return string? problem
+function TCPConnection:receive(amount) end
+
+---Closes the connection; closing twice is harmless.
+function TCPConnection:close() end
+
+---A UDP session from `cmd:udp`; closed at the latest when the handler returns.
+---@class UDPSession
+local UDPSession = {}
+
+---Sends one datagram (at most 65507 bytes).
+---@param data string
+---@return integer? sent
+---@return string? problem
+function UDPSession:send(data) end
+
+---The next datagram, waiting at most `timeout` seconds (the session's timeout by default).
+---@param timeout? number
+---@return string? datagram
+---@return string? problem
+function UDPSession:receive(timeout) end
+
+---Closes the session; closing twice is harmless.
+function UDPSession:close() end
+
+---A TCP connection over the command's network. Failure messages start with `timeout`,
+---`dns`, `connect`, `not_allowed`, `too_large`, `protocol` or `closed`.
+---@param host string a name in the script's `hosts`, or an address
+---@param port integer
+---@param options? SocketOptions
+---@return TCPConnection? connection
+---@return string? problem
+function Command:tcp(host, port, options) end
+
+---A UDP session over the command's network; failures as for `Command:tcp`.
+---@param host string
+---@param port integer
+---@param options? SocketOptions
+---@return UDPSession? session
+---@return string? problem
+function Command:udp(host, port, options) end
+
 ---A venue credential from this helper's section of the secrets file.
 ---@param name string
 ---@return string

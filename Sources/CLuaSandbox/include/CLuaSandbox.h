@@ -29,6 +29,10 @@ enum {
     SBX_TAG_NUMBER = 4,
     SBX_TAG_STRING = 5,
     SBX_TAG_TABLE = 6,
+    /// A host object, only from host to Lua: u32 class id, u64 handle, then the class's
+    /// description (u32-prefixed name, u32 method count, u32-prefixed method names),
+    /// which the state reads the first time it meets the class.
+    SBX_TAG_OBJECT = 7,
 };
 
 /// Nesting limit for values crossing the boundary, both ways.
@@ -74,6 +78,20 @@ typedef int (*sbx_host_callback)(void *host, int32_t function_id,
 
 /// Sets the process-wide host callback (once, before any state runs host functions).
 void sbx_set_host_callback(sbx_host_callback callback);
+
+/// Method number the object callback receives when a host object is collected or leaves
+/// a `<close>` scope: release it; nothing is written and nothing raised.
+#define SBX_METHOD_RELEASE (-1)
+
+/// Called by the method trampoline of host objects, with the object's `handle` (its
+/// `self`, already checked to be of `class_id`) and the other arguments encoded. Results
+/// as for sbx_host_callback.
+typedef int (*sbx_object_callback)(void *host, int32_t class_id, int32_t method, uint64_t handle,
+                                   const uint8_t *arguments, size_t arguments_length,
+                                   sbx_buffer *out);
+
+/// Sets the process-wide object callback (once, before any state meets a host object).
+void sbx_set_object_callback(sbx_object_callback callback);
 
 typedef struct sbx_state sbx_state;
 
