@@ -130,7 +130,8 @@ public final class SimulatedPortal: Sendable {
         case .redirectChain: return RedirectChainPortal(state: state, settings: settings)
         case .wispr: return WISPrPortal(state: state, settings: settings)
         case .capport:
-            return CaptivePortalAPIPortal(state: state, venue: settings.venueName, sessionLength: sessionLength)
+            return CaptivePortalAPIPortal(state: state, venue: settings.venueName, sessionLength: sessionLength,
+                                          canExtendSession: settings.capportCanExtendSession)
         case .hostile: return HostilePortal(state: state, settings: settings)
         }
     }

@@ -32,6 +32,8 @@ struct Connect: AsyncParsableCommand {
 
     @OptionGroup var network: NetworkOptions
 
+    @OptionGroup var captivePortalAPI: CaptivePortalAPIOptions
+
     @Option(name: .customLong("probe-url"),
             help: ArgumentHelp("A connectivity probe for cmd:probe(), replacing the defaults; repeatable. Open means 204, or 200 saying \"success\".",
                                valueName: "url"))
@@ -79,13 +81,16 @@ struct Connect: AsyncParsableCommand {
             output.fail("\(error)")
             throw ExitCode(2)
         }
-        let runtime = HotspotRuntime(
-            engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,
-            configuration: .init(commandDeadline: .seconds(deadline), maintainInterval: .seconds(maintainInterval),
-                                 secrets: loadedSecrets, caFile: caFile),
-            events: output.write)
+        var configuration = HotspotRuntime.Configuration(
+            commandDeadline: .seconds(deadline), maintainInterval: .seconds(maintainInterval), secrets: loadedSecrets, caFile: caFile)
+        configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
+        let runtime = HotspotRuntime(engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,
+                                     configuration: configuration, events: output.write)
+        let api = captivePortalAPI.uri(interface: network.interface)
+        if let note = api.note { output.write(HotspotEvent(event: .log, network: ssid, level: "info", message: note)) }
         let joined = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure,
-                                         interface: network.interface, resolvers: network.resolvers, probeURLs: probeURLs)
+                                         interface: network.interface, resolvers: network.resolvers, probeURLs: probeURLs,
+                                         captivePortalAPI: api.uri)
         await runtime.join(joined)
         if stay > 0 { try? await Task.sleep(for: .seconds(stay)) }
         let state = await runtime.state(of: ssid)
