@@ -14,7 +14,7 @@ enum HelperPrelude {
     local rawget, pcall = rawget, pcall
     local http_request, http_probe, http_capport = host.http.request, host.http.probe, host.http.capport
     local wispr_parse, wispr_login_form, url_parse, url_resolve = wispr.parse, wispr.login_form, url.parse, url.resolve
-    local sleep, max = host.time.sleep, math.max
+    local sleep, now, max = host.time.sleep, host.time.now, math.max
 
     -- Libraries every script sees as globals.
     globals.sleep = sleep
@@ -198,12 +198,15 @@ enum HelperPrelude {
       local form = wispr_login_form(redirect, options.username, options.password, options.originating_server)
       local reply, _, outcome = wispr_fetch(cmd, { method = "POST", url = redirect.login_url, form = form })
       local polls = 0
-      -- Pending (201): poll LoginResultsURL after Delay, until the deadline ends the wait.
+      local give_up = type(options.wait) == "number" and now() + options.wait or nil
+      -- Pending (201): poll LoginResultsURL after Delay, until `wait` or the deadline ends the wait.
       while not outcome and reply and reply.response_code == 201 and polls < WISPR_POLLS do
         if not reply.login_results_url then return { result = "protocol_error", reply = "pending without a LoginResultsURL", message = reply } end
         local results = url_resolve(redirect.login_url, reply.login_results_url)
         allow(results)
-        sleep(max(wispr_delay(reply), 1))
+        local delay = max(wispr_delay(reply), 1)
+        if give_up and now() + delay > give_up then break end
+        sleep(delay)
         polls = polls + 1
         reply, _, outcome = wispr_fetch(cmd, { url = results })
       end
