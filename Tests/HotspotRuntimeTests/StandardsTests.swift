@@ -72,14 +72,7 @@ struct StandardsTests {
                     _ body: (SimulatedPortal) async throws -> Void) async throws {
         var settings = ScenarioSettings()
         change(&settings)
-        let portal = try await SimulatedPortal.start(scenario, settings: settings)
-        do {
-            try await body(portal)
-        } catch {
-            await portal.stop()
-            throw error
-        }
-        await portal.stop()
+        try await SimulatedPortal.running(scenario, settings: settings, body)
     }
 
     // MARK: the WISPr smart client
