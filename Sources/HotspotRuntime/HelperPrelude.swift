@@ -12,11 +12,13 @@ enum HelperPrelude {
     local globals = ...
     local type, pairs, ipairs, error, tostring, setmetatable, next = type, pairs, ipairs, error, tostring, setmetatable, next
     local rawget, pcall = rawget, pcall
-    local http_request, http_probe = host.http.request, host.http.probe
+    local http_request, http_probe, http_capport = host.http.request, host.http.probe, host.http.capport
+    local wispr_parse, wispr_login_form, url_parse, url_resolve = wispr.parse, wispr.login_form, url.parse, url.resolve
+    local sleep, now, max = host.time.sleep, host.time.now, math.max
     local socket_tcp, socket_udp = host.socket.tcp, host.socket.udp
 
     -- Libraries every script sees as globals.
-    globals.sleep = host.time.sleep
+    globals.sleep = sleep
     globals.time = readonly({ now = host.time.now }, "time")
 
     local RESULTS = {
@@ -53,28 +55,203 @@ enum HelperPrelude {
       return network
     end
 
+    -- Keys starting with "@" are the runtime's (such as the WISPr logoff URL wispr.login
+    -- keeps): scripts read them, only this prelude writes them, through `put`.
     local function make_store(data)
       local size = 0
       for k, v in pairs(data) do size = size + #k + #v end
       local changed = false
+      local function put(key, value, level)
+        local old = data[key]
+        local grown = size - (old and #key + #old or 0) + (value and #key + #value or 0)
+        if grown > STORE_LIMIT then error("cmd.store is full (" .. STORE_LIMIT .. " bytes per helper and network)", level + 1) end
+        size = grown
+        data[key] = value
+        changed = true
+      end
       local store = setmetatable({}, {
         __index = function(_, key) return data[key] end,
         __newindex = function(_, key, value)
           if type(key) ~= "string" then error("cmd.store keys are strings", 2) end
           if value ~= nil and type(value) ~= "string" then error("cmd.store values are strings (store '" .. key .. "' as a string)", 2) end
-          local old = data[key]
-          local grown = size - (old and #key + #old or 0) + (value and #key + #value or 0)
-          if grown > STORE_LIMIT then error("cmd.store is full (" .. STORE_LIMIT .. " bytes per helper and network)", 2) end
-          size = grown
-          data[key] = value
-          changed = true
+          if key:sub(1, 1) == "@" then error("cmd.store keys starting with '@' are the runtime's; '" .. key .. "' cannot be set", 2) end
+          put(key, value, 2)
         end,
         -- An iterator that does not hand out `data` itself, which would skip the checks.
         __pairs = function() return function(_, key) return next(data, key) end, nil, nil end,
         __metatable = "cmd.store",
       })
-      return store, function() return changed and data or nil end
+      return store, function() return changed and data or nil end, put
     end
+
+    -- What the prelude keeps about each live command, out of the script's reach: its context,
+    -- the writer of its store's runtime keys, and `allow_portal`.
+    local commands = setmetatable({}, { __mode = "k" })
+
+    local function command_record(cmd, caller)
+      local record = commands[cmd]
+      if record == nil then error(caller .. " expects the command (cmd) as its first argument", 3) end
+      return record
+    end
+
+    -- A helper whose `hosts` has "@portal" may reach the hosts the network names as its
+    -- portal during the command: the captive probe's redirect, the Captive Portal API's
+    -- URLs, the URLs of the WISPr messages wispr.login and wispr.logoff read.
+    local function portal_allower(context)
+      if not context.portal_hosts then return function() end end
+      local allowed = {}
+      for _, pattern in ipairs(context.hosts or {}) do allowed[pattern] = true end
+      return function(address)
+        local host = type(address) == "string" and url_parse(address).host
+        if host and host ~= "" and not allowed[host:lower()] then
+          allowed[host:lower()] = true
+          context.hosts[#context.hosts + 1] = host:lower()
+        end
+      end
+    end
+
+    globals.capport = readonly({
+      -- What the network's RFC 8908 Captive Portal API says: a table, nil when the network
+      -- has no API, or nil and a message prefixed as cmd:http's are.
+      fetch = function(cmd)
+        local record = command_record(cmd, "capport.fetch")
+        local status, problem = http_capport(record.context)
+        if status then
+          record.allow_portal(status.user_portal_url)
+          record.allow_portal(status.venue_info_url)
+        end
+        return status, problem
+      end,
+    }, "capport")
+
+    -- The WISPr smart client: wispr.login, wispr.logoff, wispr.abort on top of cmd:http
+    -- and wispr.parse. Waits (Delay) count against the command's deadline.
+    local WISPR_RESULTS = {
+      [50] = "success", [100] = "login_failed", [102] = "radius_error", [105] = "network_admin_error",
+      [150] = "success", [151] = "aborted", [253] = "protocol_error", [254] = "protocol_error", [255] = "gateway_error",
+    }
+    local WISPR_LOGOFF_KEY, WISPR_ABORT_KEY = "@wispr.logoff_url", "@wispr.abort_login_url"
+    local WISPR_HOPS, WISPR_POLLS = 8, 64
+
+    local function wispr_outcome(reply, fallback)
+      local code = reply.response_code
+      return {
+        result = WISPR_RESULTS[code] or fallback or "protocol_error", response_code = code,
+        reply = reply.reply_message, message = reply,
+      }
+    end
+
+    -- Fetches `address` and reads its WISPr message: message, or nil and the outcome to return.
+    local function wispr_fetch(cmd, request)
+      local page, problem = cmd:http(request)
+      if not page then return nil, nil, { result = "unreachable", reply = problem } end
+      local message, broken = wispr_parse(page.body)
+      if broken then return nil, page, { result = "protocol_error", reply = broken } end
+      return message, page
+    end
+
+    local function wispr_delay(message)
+      local delay = message.delay
+      return (type(delay) == "number" and delay > 0) and delay or 0
+    end
+
+    local function wispr_login(cmd, options)
+      local record = command_record(cmd, "wispr.login")
+      if type(options) ~= "table" or type(options.username) ~= "string" or type(options.password) ~= "string" then
+        error("wispr.login expects { username = \"...\", password = \"...\" }", 2)
+      end
+      local allow = record.allow_portal
+      local address = options.url
+      if address == nil then
+        local verdict = cmd:probe()
+        if verdict.state == "connected" then return { result = "success", reply = "the network is already open" } end
+        if not verdict.portal_url then
+          return { result = "not_wispr", reply = "the probe found no portal (" .. tostring(verdict.state) .. ")" }
+        end
+        address = verdict.portal_url
+      end
+      allow(address)
+      -- The Redirect (100), one hop at a time: the gateway may put it in a redirect's page,
+      -- at the redirect's target, or behind a Proxy message (110) and its NextURL.
+      local redirect
+      for _ = 1, WISPR_HOPS do
+        local message, page, outcome = wispr_fetch(cmd, { url = address, follow_redirects = false })
+        if outcome then return outcome end
+        if message and message.message == "redirect" then
+          redirect = message
+          break
+        elseif message and message.message == "proxy" and message.next_url then
+          sleep(wispr_delay(message))
+          address = url_resolve(address, message.next_url)
+        elseif page.status >= 300 and page.status < 400 and page.headers.location then
+          address = url_resolve(address, page.headers.location)
+        else
+          return { result = "not_wispr", reply = "no WISPr Redirect at " .. address, message = message }
+        end
+        allow(address)
+      end
+      if not redirect then return { result = "not_wispr", reply = "no WISPr Redirect within " .. WISPR_HOPS .. " steps" } end
+      if (redirect.response_code or 0) ~= 0 then return wispr_outcome(redirect) end
+      if not redirect.login_url then return { result = "protocol_error", reply = "the Redirect has no LoginURL", message = redirect } end
+      allow(redirect.login_url)
+      allow(redirect.abort_login_url)
+      record.put(WISPR_ABORT_KEY, redirect.abort_login_url, 2)
+      local form = wispr_login_form(redirect, options.username, options.password, options.originating_server)
+      local reply, _, outcome = wispr_fetch(cmd, { method = "POST", url = redirect.login_url, form = form })
+      local polls = 0
+      local give_up = type(options.wait) == "number" and now() + options.wait or nil
+      -- Pending (201): poll LoginResultsURL after Delay, until `wait` or the deadline ends the wait.
+      while not outcome and reply and reply.response_code == 201 and polls < WISPR_POLLS do
+        if not reply.login_results_url then return { result = "protocol_error", reply = "pending without a LoginResultsURL", message = reply } end
+        local results = url_resolve(redirect.login_url, reply.login_results_url)
+        allow(results)
+        local delay = max(wispr_delay(reply), 1)
+        if give_up and now() + delay > give_up then break end
+        sleep(delay)
+        polls = polls + 1
+        reply, _, outcome = wispr_fetch(cmd, { url = results })
+      end
+      if outcome then return outcome end
+      if not reply then return { result = "protocol_error", reply = "the gateway answered the login without a WISPr message" } end
+      if reply.response_code == 201 then return wispr_outcome(reply, "pending") end
+      local result = wispr_outcome(reply)
+      if reply.response_code == 50 then
+        result.result = "success"
+        result.logoff_url = reply.logoff_url
+        record.put(WISPR_LOGOFF_KEY, reply.logoff_url, 2)
+        record.put(WISPR_ABORT_KEY, nil, 2)
+      elseif result.result == "success" then
+        result.result = "protocol_error"  -- 150 answers a logoff, not a login
+      end
+      return result
+    end
+
+    -- Sends the stored URL (LogoffURL or AbortLoginURL) and reads the gateway's answer.
+    local function wispr_end(cmd, caller, key, expected, missing)
+      local record = command_record(cmd, caller)
+      local address = cmd.store[key]
+      if not address then return { result = missing, reply = "no URL for " .. caller .. " from an earlier wispr.login" } end
+      record.allow_portal(address)
+      local reply, _, outcome = wispr_fetch(cmd, { url = address })
+      if outcome then return outcome end
+      record.put(key, nil, 2)
+      if not reply then return { result = "protocol_error", reply = "the gateway answered without a WISPr message" } end
+      local result = wispr_outcome(reply)
+      if reply.response_code ~= expected then
+        result.result = result.result == "success" and "protocol_error" or result.result
+      else
+        result.result = expected == 150 and "success" or "aborted"
+      end
+      return result
+    end
+
+    globals.wispr = readonly({
+      parse = wispr_parse,
+      login_form = wispr_login_form,
+      login = wispr_login,
+      logoff = function(cmd) return wispr_end(cmd, "wispr.logoff", WISPR_LOGOFF_KEY, 150, "not_logged_in") end,
+      abort = function(cmd) return wispr_end(cmd, "wispr.abort", WISPR_ABORT_KEY, 151, "no_login_pending") end,
+    }, "wispr")
 
     local function network_answer(network, known)
       local settings = known[network]
@@ -89,12 +266,15 @@ enum HelperPrelude {
         list = {}
         for i, fields in ipairs(command.network_list) do list[i] = make_network(fields, known) end
       end
-      local store, store_changes = make_store(command.store or {})
+      local store, store_changes, store_put = make_store(command.store or {})
       local delivered
       local cmd = { type = command.type, network = network, network_list = list, store = store, answers = command.answers }
       -- Set by the runtime; kept in this closure, out of the script's reach.
       local context = command.context or {}
+      context.hosts = context.hosts or {}
       local secrets = context.secrets or {}
+      local allow_portal = portal_allower(context)
+      commands[cmd] = { context = context, put = store_put, allow_portal = allow_portal }
 
       -- Both cmd:http{...} and cmd.http{...} work.
       function cmd.http(self, options)
@@ -108,7 +288,9 @@ enum HelperPrelude {
       end
 
       function cmd.probe()
-        return http_probe(context)
+        local verdict = http_probe(context)
+        if verdict.state == "captive" then allow_portal(verdict.portal_url) end
+        return verdict
       end
 
       -- cmd:tcp(host, port, options) and cmd:udp(host, port, options); the dot forms work too.

@@ -10,10 +10,15 @@ public struct HelperScript: Sendable, Hashable {
     /// Shown beside the networks the helper claims (at most 15 characters).
     public let displayName: String
     public let hosts: [HostPattern]
+    /// Whether `hosts` has `@portal`: the script may also reach the hosts the network names
+    /// as its portal (the probe's redirect, the Captive Portal API, WISPr messages).
+    public let followsPortal: Bool
     public let handlers: Set<HotspotCommand>
     let handle: ScriptHandle
 
     public static let maximumDisplayNameLength = 15
+    /// The `hosts` entry that lets a generic helper follow the network's portal.
+    public static let portalHosts = "@portal"
 }
 
 /// A problem with a script, where it is.
@@ -62,8 +67,8 @@ extension HelperScript {
         switch check(described, path: path, source: text) {
         case .success(let (displayName, hosts, handlers)):
             let id = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
-            return .success(HelperScript(id: id, path: path, displayName: displayName, hosts: hosts,
-                                         handlers: handlers, handle: handle))
+            return .success(HelperScript(id: id, path: path, displayName: displayName, hosts: hosts.patterns,
+                                         followsPortal: hosts.followsPortal, handlers: handlers, handle: handle))
         case .failure(let problems):
             engine.unload(handle)
             return .failure(problems)
@@ -84,7 +89,7 @@ extension HelperScript {
 
     /// Checks the prelude's description of the returned table against the contract.
     static func check(_ described: LuaValue, path: String, source: String)
-        -> Result<(String, [HostPattern], Set<HotspotCommand>), ScriptProblems>
+        -> Result<(String, (patterns: [HostPattern], followsPortal: Bool), Set<HotspotCommand>), ScriptProblems>
     {
         let table = described.tableValue ?? LuaTable()
         func at(_ key: String) -> String { lineOf(key, in: source).map { "\(path):\($0)" } ?? path }
@@ -103,12 +108,17 @@ extension HelperScript {
                                           message: "the display name \"\(name)\" has \(name.count) characters; use 1 to \(HelperScript.maximumDisplayNameLength)"))
         }
         var hosts: [HostPattern] = []
+        var followsPortal = false
         if table["hosts_type"] != "table" {
             problems.append(ScriptProblem(location: at("hosts"), message: "`hosts` must be a list of host names the script may reach, such as { \"portal.venue.example\", \"*.venue.example\" }"))
         } else {
             for entry in table["hosts"].tableValue?.array ?? [] {
                 guard let text = entry.stringValue else {
                     problems.append(ScriptProblem(location: at("hosts"), message: "`hosts` entries must be strings"))
+                    continue
+                }
+                if text == HelperScript.portalHosts {
+                    followsPortal = true
                     continue
                 }
                 switch HostPattern.parse(text) {
@@ -130,7 +140,7 @@ extension HelperScript {
             let known = HotspotCommand.allCases.map(\.rawValue).joined(separator: ", ")
             problems.append(ScriptProblem(location: at(unknown), message: "unknown field `\(unknown)`; handlers are \(known), plus `name` and `hosts`"))
         }
-        return problems.isEmpty ? .success((name, hosts, handlers)) : .failure(ScriptProblems(problems: problems))
+        return problems.isEmpty ? .success((name, (hosts, followsPortal), handlers)) : .failure(ScriptProblems(problems: problems))
     }
 
     /// The first line that assigns `key =` (a best effort: the line an operator looks at).

@@ -69,9 +69,13 @@ public struct NetworkDescription: Sendable, Hashable {
     public var resolvers: [String]
     /// The URLs `cmd:probe()` checks; empty means the well-known Apple, Google and Firefox ones.
     public var probeURLs: [String]
+    /// The network's RFC 8908 Captive Portal API URI (from DHCP option 114 or the
+    /// configuration), or nil when it has none.
+    public var captivePortalAPI: String?
 
     public init(ssid: String, bssid: String = "", signalStrength: Double = 1, isSecure: Bool = false,
-                didAutoJoin: Bool = false, interface: String? = nil, resolvers: [String] = [], probeURLs: [String] = []) {
+                didAutoJoin: Bool = false, interface: String? = nil, resolvers: [String] = [], probeURLs: [String] = [],
+                captivePortalAPI: String? = nil) {
         self.ssid = ssid
         self.bssid = bssid
         self.signalStrength = signalStrength
@@ -80,6 +84,7 @@ public struct NetworkDescription: Sendable, Hashable {
         self.interface = interface
         self.resolvers = resolvers
         self.probeURLs = probeURLs
+        self.captivePortalAPI = captivePortalAPI
     }
 }
 

@@ -21,6 +21,11 @@ public actor HotspotRuntime {
         public var secrets: Secrets
         /// Extra trusted CA certificates (PEM) for helpers' HTTPS requests.
         public var caFile: String?
+        /// Whether a network's Captive Portal API may be plain HTTP (local testing only).
+        public var allowsPlainHTTPCaptivePortalAPI = false
+        /// How long before a Captive Portal API session runs out `maintain` comes (at most a
+        /// quarter of what remains).
+        public var captivePortalRenewalMargin: Duration = .seconds(60)
 
         public init(commandDeadline: Duration = .seconds(45), presentUIDeadline: Duration? = nil,
                     maintainInterval: Duration = .seconds(300), retryFirstDelay: Duration = .seconds(1),
@@ -67,7 +72,7 @@ public actor HotspotRuntime {
     public nonisolated let persistence: StateDirectory
     public nonisolated let configuration: Configuration
     private nonisolated let engine: LuaEngine
-    private nonisolated let emit: @Sendable (HotspotEvent) -> Void
+    nonisolated let emit: @Sendable (HotspotEvent) -> Void
     private var sessions: [String: Session] = [:]
 
     public init(engine: LuaEngine, helpers: [HelperScript], persistence: StateDirectory,
@@ -328,9 +333,11 @@ public actor HotspotRuntime {
 
     private func scheduleMaintain(_ ssid: String) {
         let interval = configuration.maintainInterval
+        let network = sessions[ssid]?.network
         sessions[ssid]?.timer?.cancel()
         sessions[ssid]?.timer = Task { [weak self] in
-            try? await Task.sleep(for: interval)
+            let delay = await self?.maintainDelay(for: network, interval: interval) ?? interval
+            try? await Task.sleep(for: delay)
             guard !Task.isCancelled else { return }
             _ = await self?.timerFired(ssid, maintain: true)
         }
@@ -420,6 +427,9 @@ public actor HotspotRuntime {
         context["resolvers"] = .table(LuaTable(array: (network?.resolvers ?? []).map(LuaValue.text)))
         context["probes"] = .table(LuaTable(array: (network?.probeURLs ?? []).map(LuaValue.text)))
         context["ca_file"] = configuration.caFile.map(LuaValue.text) ?? nil
+        context["capport_url"] = network?.captivePortalAPI.map(LuaValue.text) ?? nil
+        context["capport_allow_http"] = .boolean(configuration.allowsPlainHTTPCaptivePortalAPI)
+        context["portal_hosts"] = .boolean(helper.followsPortal)
         return .table(context)
     }
 

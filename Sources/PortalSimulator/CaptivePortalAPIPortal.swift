@@ -7,6 +7,7 @@ struct CaptivePortalAPIPortal: PortalBehavior {
     let state: PortalState
     let venue: String
     let sessionLength: Duration?
+    let canExtendSession: Bool
 
     func loginURL(for request: PortalRequest) -> String { request.url("/portal") }
 
@@ -46,7 +47,7 @@ struct CaptivePortalAPIPortal: PortalBehavior {
             fields.append("\"seconds-remaining\": \(remaining.components.seconds)")
         }
         if loggedIn {
-            fields.append("\"can-extend-session\": true")
+            fields.append("\"can-extend-session\": \(canExtendSession)")
         }
         return Response(
             status: .ok, headers: [.contentType: "application/captive+json", .cacheControl: "private"],

@@ -21,6 +21,15 @@ public struct ScenarioSettings: Sendable, Hashable {
     /// `wispr`: a login answers 201 (pending) and its LoginResultsURL answers 50 once this many
     /// seconds have passed; `nil` for an immediate answer.
     public var wisprPendingDelay: Int?
+    /// `wispr`: every login with good credentials answers this ResponseCode (102 RADIUS error,
+    /// 105 network administrator error, 255 gateway error...) with a ReplyMessage instead of 50.
+    public var wisprRefusal: Int?
+    /// `wispr`: the login's AuthenticationReply is broken XML without a MessageType.
+    public var wisprMalformedReply = false
+    /// `wispr`: the messages are WISPr 2.0's: a namespaced envelope with VersionLow and VersionHigh.
+    public var wisprVersion2 = false
+    /// `capport`: whether the API says the session can be extended (`can-extend-session`).
+    public var capportCanExtendSession = true
     /// The name a captive probe's redirect points to (with the probe's port), as a venue's
     /// portal lives on its own host; `nil`: the name the probe was sent to.
     public var portalHost: String?

@@ -115,6 +115,20 @@ public final class SimulatedPortal: Sendable {
 
     /// Stops the HTTP server (endless responses end, open connections close) and the DNS
     /// responder, and returns once both have. Stopping twice is harmless.
+    /// Runs `body` against a freshly started portal on any free port, and stops the portal
+    /// whatever happens.
+    public static func running(_ scenario: Scenario, settings: ScenarioSettings = .init(), dnsPort: Int? = nil,
+                               _ body: (SimulatedPortal) async throws -> Void) async throws {
+        let portal = try await start(scenario, settings: settings, dnsPort: dnsPort)
+        do {
+            try await body(portal)
+        } catch {
+            await portal.stop()
+            throw error
+        }
+        await portal.stop()
+    }
+
     public func stop() async {
         state.beginStopping()
         await serviceGroup.triggerGracefulShutdown()
@@ -136,7 +150,8 @@ public final class SimulatedPortal: Sendable {
         case .redirectChain: return RedirectChainPortal(state: state, settings: settings)
         case .wispr: return WISPrPortal(state: state, settings: settings)
         case .capport:
-            return CaptivePortalAPIPortal(state: state, venue: settings.venueName, sessionLength: sessionLength)
+            return CaptivePortalAPIPortal(state: state, venue: settings.venueName, sessionLength: sessionLength,
+                                          canExtendSession: settings.capportCanExtendSession)
         case .hostile: return HostilePortal(state: state, settings: settings)
         }
     }

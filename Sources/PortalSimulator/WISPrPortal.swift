@@ -7,7 +7,8 @@ import Hummingbird
 ///     GET  /wispr/proxy      302 /login, the Redirect
 ///     GET  /login            a form for people, with the Redirect
 ///     POST /wispr/login      AuthenticationReply (120): 50 with LogoffURL, 100 on bad
-///                            credentials, or 201 with LoginResultsURL and Delay when pending
+///                            credentials, or 201 with LoginResultsURL and Delay when pending;
+///                            the refusal code or broken XML when the settings ask for them
 ///     GET  /wispr/results    AuthenticationPollReply (140): 201 until Delay has passed, then 50
 ///     GET  /wispr/logoff     LogoffReply (130, 150)
 ///     GET  /wispr/abort      AbortLoginReply (150, 151): drops a pending login
@@ -61,6 +62,17 @@ struct WISPrPortal: PortalBehavior {
                 ("MessageType", "120"), ("ResponseCode", "100"), ("ReplyMessage", "Invalid username or password"),
             ])
         }
+        if settings.wisprMalformedReply {
+            return .html(page(title: settings.venueName, message: """
+                <WISPAccessGatewayParam><AuthenticationReply><ResponseCode>50<ReplyMessage>Welcome
+                <LogoffURL a="\(request.url("/wispr/logoff"))></AuthenticationReply>
+                """))
+        }
+        if let refusal = settings.wisprRefusal {
+            return reply("AuthenticationReply", [
+                ("MessageType", "120"), ("ResponseCode", String(refusal)), ("ReplyMessage", "The login service is unavailable (\(refusal))"),
+            ])
+        }
         guard let delay = settings.wisprPendingDelay else {
             state.withClient(request.client) { $0.logIn(for: settings.sessionLength, at: request.now) }
             return succeeded(request, messageType: "120")
@@ -107,7 +119,8 @@ struct WISPrPortal: PortalBehavior {
     }
 
     private func redirect(_ request: PortalRequest) -> String {
-        message("Redirect", [
+        let versions = settings.wisprVersion2 ? [("VersionLow", "1.0"), ("VersionHigh", "2.0")] : []
+        return message("Redirect", versions + [
             ("AccessProcedure", "1.0"), ("AccessLocation", "aroma-cafe-01"), ("LocationName", settings.venueName),
             ("LoginURL", request.url("/wispr/login")), ("AbortLoginURL", request.url("/wispr/abort")),
             ("MessageType", "100"), ("ResponseCode", "0"),
@@ -125,9 +138,11 @@ struct WISPrPortal: PortalBehavior {
     /// One WISPr message: `element` holding `fields` in order, in the gateway parameter envelope.
     private func message(_ element: String, _ fields: [(String, String)]) -> String {
         let lines = fields.map { "<\($0)>\(Pages.escape($1))</\($0)>" }.joined(separator: "\n")
+        let schema = settings.wisprVersion2
+            ? #"xmlns="http://www.wballiance.net/wispr_2_0.xsd""#
+            : #"xsi:noNamespaceSchemaLocation="http://www.acmewisp.com/WISPAccessGatewayParam.xsd""#
         return """
-            <WISPAccessGatewayParam xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \
-            xsi:noNamespaceSchemaLocation="http://www.acmewisp.com/WISPAccessGatewayParam.xsd">
+            <WISPAccessGatewayParam xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \(schema)>
             <\(element)>
             \(lines)
             </\(element)>

@@ -5,7 +5,8 @@ import Synchronization
 /// The host side of `cmd:http{...}`. Private to the prelude, which passes the command's
 /// context (cookie session, interface, resolvers, the script's `hosts`) that no script
 /// can forge: `http.request(context, options)` answers a response table or `nil, message`;
-/// `http.probe(context)` answers the network's connectivity verdict.
+/// `http.probe(context)` answers the network's connectivity verdict; `http.capport(context)`
+/// answers what the network's RFC 8908 Captive Portal API says (nil without one), or `nil, message`.
 public enum HTTPLibrary {
     static let largestBody = 16 << 20
     static let largestTimeout = 600.0
@@ -37,7 +38,37 @@ public enum HTTPLibrary {
             table["details"] = .table(LuaTable(array: verdict.details.map(LuaValue.text)))
             return [.table(table)]
         }),
+        ("capport", { (call: borrowing HostCall) throws -> [LuaValue] in
+            let context = try call.table(0)
+            guard let uri = context["capport_url"].stringValue else { return [nil] }
+            let deadline = call.deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
+            let interruption = call.interruptionCheck
+            do throws(HTTPFailure) {
+                guard let status = try CaptivePortalAPI.fetch(
+                    uri, binding: binding(from: context), allowsPlainHTTP: context["capport_allow_http"].booleanValue ?? false,
+                    deadline: deadline, isCancelled: interruption)
+                else {
+                    return [["captive": false, "unrestricted": true, "api_url": .text(uri)]]
+                }
+                var table = LuaTable()
+                table["api_url"] = .text(uri)
+                table["captive"] = .boolean(status.captive)
+                table["user_portal_url"] = status.userPortalURL.map(LuaValue.text) ?? nil
+                table["venue_info_url"] = status.venueInfoURL.map(LuaValue.text) ?? nil
+                table["can_extend_session"] = .boolean(status.canExtendSession)
+                table["seconds_remaining"] = status.secondsRemaining.map(wholeIfWhole) ?? nil
+                table["bytes_remaining"] = status.bytesRemaining.map(wholeIfWhole) ?? nil
+                return [.table(table)]
+            } catch {
+                return [.nil, .text(error.description)]
+            }
+        }),
     ])
+
+    /// An integer when `amount` is a whole number, as scripts compare and print it.
+    static func wholeIfWhole(_ amount: Double) -> LuaValue {
+        amount == amount.rounded() && abs(amount) < 1e15 ? .integer(Int64(amount)) : .number(amount)
+    }
 
     /// The jars of the sessions this worker has seen; the oldest go first beyond the limit.
     private static let jars = Mutex<[(session: String, jar: CookieJar)]>([])

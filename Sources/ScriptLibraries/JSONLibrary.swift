@@ -1,4 +1,5 @@
 public import LuaSandbox
+import HotspotNetwork
 
 /// `json.encode(value)` and `json.decode(text)`, bounded in depth and size. JSON null
 /// decodes to nil; a table with keys 1..n encodes as an array, any other as an object.
@@ -11,12 +12,10 @@ public enum JSONLibrary {
         ("decode", { (call: borrowing HostCall) throws -> [LuaValue] in
             let bytes = try call.bytes(0)
             guard bytes.count <= maximumLength else { throw HostError("json.decode: the text is over \(maximumLength >> 20) MiB") }
-            var parser = Parser(bytes: bytes)
-            do {
-                let value = try parser.document()
-                return [value]
-            } catch let error as ParseError {
-                throw HostError("json.decode: \(error.message) at byte \(parser.position + 1)")
+            do throws(JSONValue.ParseError) {
+                return [luaValue(try JSONValue.parse(bytes, maximumDepth: maximumDepth))]
+            } catch {
+                throw HostError("json.decode: \(error)")
             }
         }),
     ])
@@ -87,145 +86,17 @@ public enum JSONLibrary {
         output.append(UInt8(ascii: "\""))
     }
 
-    struct ParseError: Error { let message: String }
-
-    /// A strict RFC 8259 parser with a depth limit.
-    struct Parser {
-        let bytes: [UInt8]
-        var position = 0
-
-        mutating func document() throws(ParseError) -> LuaValue {
-            let value = try parse(depth: 0)
-            skipSpace()
-            guard position == bytes.count else { throw ParseError(message: "unexpected text after the value") }
-            return value
-        }
-
-        private mutating func skipSpace() {
-            while position < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[position]) { position += 1 }
-        }
-
-        private mutating func expect(_ literal: String, _ value: LuaValue) throws(ParseError) -> LuaValue {
-            let text = Array(literal.utf8)
-            guard bytes.count - position >= text.count, Array(bytes[position..<position + text.count]) == text else {
-                throw ParseError(message: "unexpected character")
-            }
-            position += text.count
-            return value
-        }
-
-        private mutating func parse(depth: Int) throws(ParseError) -> LuaValue {
-            guard depth <= JSONLibrary.maximumDepth else { throw ParseError(message: "nested deeper than \(JSONLibrary.maximumDepth) levels") }
-            skipSpace()
-            guard position < bytes.count else { throw ParseError(message: "unexpected end of text") }
-            switch bytes[position] {
-            case UInt8(ascii: "{"):
-                position += 1
-                var table = LuaTable()
-                skipSpace()
-                if position < bytes.count, bytes[position] == UInt8(ascii: "}") { position += 1; return .table(table) }
-                while true {
-                    skipSpace()
-                    guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw ParseError(message: "expected a string key") }
-                    let key = try string()
-                    skipSpace()
-                    guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw ParseError(message: "expected ':'") }
-                    position += 1
-                    table[.string(key)] = try parse(depth: depth + 1)
-                    skipSpace()
-                    guard position < bytes.count else { throw ParseError(message: "unexpected end of text") }
-                    position += 1
-                    if bytes[position - 1] == UInt8(ascii: "}") { return .table(table) }
-                    guard bytes[position - 1] == UInt8(ascii: ",") else { throw ParseError(message: "expected ',' or '}'") }
-                }
-            case UInt8(ascii: "["):
-                position += 1
-                var table = LuaTable()
-                var count: Int64 = 0
-                skipSpace()
-                if position < bytes.count, bytes[position] == UInt8(ascii: "]") { position += 1; return .table(table) }
-                while true {
-                    count += 1
-                    table[.integer(count)] = try parse(depth: depth + 1)
-                    skipSpace()
-                    guard position < bytes.count else { throw ParseError(message: "unexpected end of text") }
-                    position += 1
-                    if bytes[position - 1] == UInt8(ascii: "]") { return .table(table) }
-                    guard bytes[position - 1] == UInt8(ascii: ",") else { throw ParseError(message: "expected ',' or ']'") }
-                }
-            case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): return try expect("true", true)
-            case UInt8(ascii: "f"): return try expect("false", false)
-            case UInt8(ascii: "n"): return try expect("null", nil)
-            default: return try number()
-            }
-        }
-
-        private mutating func number() throws(ParseError) -> LuaValue {
-            let start = position
-            var isInteger = true
-            if position < bytes.count, bytes[position] == UInt8(ascii: "-") { position += 1 }
-            let digitsStart = position
-            while position < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position]) { position += 1 }
-            guard position > digitsStart else { throw ParseError(message: "unexpected character") }
-            guard !(bytes[digitsStart] == UInt8(ascii: "0") && position - digitsStart > 1) else {
-                throw ParseError(message: "a number may not start with 0")
-            }
-            while position < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "+"), UInt8(ascii: "-")].contains(bytes[position])
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position]) {
-                if !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position]) { isInteger = false }
-                position += 1
-            }
-            let text = String(decoding: bytes[start..<position], as: UTF8.self)
-            if isInteger, let integer = Int64(text) { return .integer(integer) }
-            guard let number = Double(text), number.isFinite else { throw ParseError(message: "malformed number") }
-            return .number(number)
-        }
-
-        private mutating func string() throws(ParseError) -> [UInt8] {
-            position += 1  // the opening quote
-            var output: [UInt8] = []
-            while position < bytes.count {
-                let byte = bytes[position]
-                position += 1
-                switch byte {
-                case UInt8(ascii: "\""): return output
-                case UInt8(ascii: "\\"):
-                    guard position < bytes.count else { break }
-                    let escape = bytes[position]
-                    position += 1
-                    switch escape {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): output.append(escape)
-                    case UInt8(ascii: "b"): output.append(8)
-                    case UInt8(ascii: "f"): output.append(12)
-                    case UInt8(ascii: "n"): output.append(10)
-                    case UInt8(ascii: "r"): output.append(13)
-                    case UInt8(ascii: "t"): output.append(9)
-                    case UInt8(ascii: "u"):
-                        var scalar = try hex4()
-                        if (0xD800..<0xDC00).contains(scalar), bytes.count - position >= 6,
-                           bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") {
-                            position += 2
-                            let low = try hex4()
-                            guard (0xDC00..<0xE000).contains(low) else { throw ParseError(message: "invalid surrogate pair") }
-                            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                        }
-                        output += Array(String(Unicode.Scalar(scalar) ?? "\u{FFFD}").utf8)
-                    default: throw ParseError(message: "invalid escape")
-                    }
-                case 0..<0x20: throw ParseError(message: "control character in a string")
-                default: output.append(byte)
-                }
-            }
-            throw ParseError(message: "unterminated string")
-        }
-
-        private mutating func hex4() throws(ParseError) -> UInt32 {
-            guard bytes.count - position >= 4, let value = UInt32(String(decoding: bytes[position..<position + 4], as: UTF8.self), radix: 16) else {
-                throw ParseError(message: "invalid \\u escape")
-            }
-            position += 4
-            return value
+    /// The Lua value of a parsed document: objects and arrays become tables, null nil.
+    private static func luaValue(_ value: JSONValue) -> LuaValue {
+        switch value {
+        case .null: .nil
+        case .boolean(let flag): .boolean(flag)
+        case .integer(let integer): .integer(integer)
+        case .number(let number): .number(number)
+        case .string(let bytes): .string(bytes)
+        case .array(let elements): .table(LuaTable(array: elements.map(luaValue)))
+        case .object(let members):
+            .table(members.reduce(into: LuaTable()) { table, member in table[.string(member.name)] = luaValue(member.value) })
         }
     }
 }

@@ -34,6 +34,8 @@ struct Connect: AsyncParsableCommand {
 
     @OptionGroup var runtimeOptions: RuntimeOptions
 
+    @OptionGroup var captivePortalAPI: CaptivePortalAPIOptions
+
     @OptionGroup var keeping: KeepingOptions
 
     @Option(name: .customLong("state-dir"),
@@ -55,14 +57,16 @@ struct Connect: AsyncParsableCommand {
         let output = EventOutput(json: json)
         let loaded = try await LoadedHelpers.load(scripts, output: output)
         defer { loaded.engine.shutdown() }
-        let configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
+        var configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
+        configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
-        let runtime = HotspotRuntime(
-            engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,
-            configuration: configuration,
-            events: output.write)
+        let runtime = HotspotRuntime(engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,
+                                     configuration: configuration, events: output.write)
+        let api = captivePortalAPI.uri(interface: network.interface)
+        if let note = api.note { output.write(HotspotEvent(event: .log, network: ssid, level: "info", message: note)) }
         let joined = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure,
-                                         interface: network.interface, resolvers: network.resolvers, probeURLs: keeping.probeURLs)
+                                         interface: network.interface, resolvers: network.resolvers, probeURLs: keeping.probeURLs,
+                                         captivePortalAPI: api.uri)
         await runtime.join(joined)
         if stay > 0 { try? await Task.sleep(for: .seconds(stay)) }
         let state = await runtime.state(of: ssid)

@@ -12,9 +12,10 @@ struct Demo: AsyncParsableCommand {
             captive network's resolver does), loads the scripts as helpers and goes through: \
             the scan list (who claims which network, with display names and passwords), a join \
             of each venue (evaluate across all helpers, authenticate: a terms page, a login form \
-            with CSRF field and cookie, WISPr), a form that needs a \
+            with CSRF field and cookie, WISPr, an RFC 8908 Captive Portal API), a form that needs a \
             person (present_ui, answered by --answer or --answers), a session that expires \
-            (maintain logs in again), and logoff. After each step a connectivity probe checks \
+            (maintain logs in again), a session the API says can be extended (maintain comes \
+            before it runs out), and logoff. After each step a connectivity probe checks \
             what the helpers claimed.
 
             Exit status: 0 when every venue ended as expected, 1 when one did not, 2 for usage \
@@ -51,7 +52,8 @@ struct Demo: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let networks = zip(DemoVenue.all, portals).map { venue, portal in
             NetworkDescription(ssid: venue.ssid, isSecure: venue.isSecure, resolvers: ["127.0.0.1:\(dns.port)"],
-                               probeURLs: ["http://connectivitycheck.demo.example:\(portal.port)/generate_204"])
+                               probeURLs: ["http://connectivitycheck.demo.example:\(portal.port)/generate_204"],
+                               captivePortalAPI: venue.scenario == .capport ? "http://api.\(venue.settings.portalHost ?? ""):\(portal.port)/capport-api" : nil)
         }
 
         let loaded = try await LoadedHelpers.load(scripts, output: output)
@@ -60,10 +62,12 @@ struct Demo: AsyncParsableCommand {
             output.fail("no scripts in \(scripts)")
             throw ExitCode(2)
         }
+        var configuration = HotspotRuntime.Configuration(commandDeadline: .seconds(10), maintainInterval: .seconds(3600),
+                                                         secrets: DemoVenue.secrets)
+        configuration.allowsPlainHTTPCaptivePortalAPI = true  // the simulator's API is plain HTTP
         let runtime = HotspotRuntime(
             engine: loaded.engine, helpers: loaded.helpers, persistence: try StateDirectory(path: scratch + "/state"),
-            configuration: .init(commandDeadline: .seconds(10), maintainInterval: .seconds(3600), secrets: DemoVenue.secrets),
-            events: output.write)
+            configuration: configuration, events: output.write)
         var story = DemoStory(output: output)
 
         story.section("The scan list: which helper claims which network")
@@ -84,7 +88,11 @@ struct Demo: AsyncParsableCommand {
             }
             story.expect(state == .authenticated, "\(venue.ssid) is authenticated")
             story.expect(probe(network) == .connected, "\(venue.ssid)'s probe is open")
-            if let expiry = venue.settings.sessionLength {
+            if let length = venue.settings.sessionLength, venue.scenario == .capport {
+                story.say("waiting past the session's \(length); the API says it can be extended")
+                try await Task.sleep(for: length + .milliseconds(500))
+                story.expect(probe(network) == .connected, "\(venue.ssid) is still open: maintain extended the session before it ran out")
+            } else if let expiry = venue.settings.sessionLength {
                 story.say("waiting for the session to expire (\(expiry))")
                 try await Task.sleep(for: expiry + .milliseconds(300))
                 story.expect(probe(network) == .captive, "\(venue.ssid) is captive again after the expiry")
@@ -95,7 +103,18 @@ struct Demo: AsyncParsableCommand {
 
         story.section("Logging off")
         for (venue, network) in zip(DemoVenue.all, networks) {
-            story.expect(await runtime.logoff(venue.ssid) == .inactive, "\(venue.ssid) is logged off")
+            var state = await runtime.logoff(venue.ssid)
+            // A maintain the Captive Portal API timed may be running: log off once it is done.
+            for _ in 0..<50 where state == .maintaining || state == .authenticating {
+                try await Task.sleep(for: .milliseconds(100))
+                state = await runtime.logoff(venue.ssid)
+            }
+            story.expect(state == .inactive, "\(venue.ssid) is logged off")
+            if venue.scenario == .capport, let length = venue.settings.sessionLength {
+                // RFC 8908 has no logoff: once nothing extends it, the session runs out.
+                story.say("the Captive Portal API has no logoff; waiting for the session to run out (\(length))")
+                try await Task.sleep(for: length + .milliseconds(300))
+            }
             story.expect(probe(network) == .captive, "\(venue.ssid) is captive again after logoff")
         }
 
@@ -153,6 +172,11 @@ struct DemoVenue {
                       $0.sessionLength = .seconds(2)
                   },
                   story: "a session that expires after 2 s (hotel.lua, maintain)"),
+        DemoVenue(ssid: "Museum-Guest", isSecure: false, scenario: .capport,
+                  settings: settings(portalHost: "portal.museum.example", venue: "City Museum") {
+                      $0.sessionLength = .seconds(6)
+                  },
+                  story: "an RFC 8908 Captive Portal API and a terms page, no venue script (the bundled capport.lua)"),
     ]
 
     static func settings(portalHost: String, venue: String, _ change: (inout ScenarioSettings) -> Void = { _ in }) -> ScenarioSettings {

@@ -69,7 +69,9 @@ struct Dev: AsyncParsableCommand {
 
     func run() async throws {
         let output = EventOutput(json: json)
-        let configuration = try runtimeOptions.configuration(maintainInterval: .seconds(3600), output: output)
+        var configuration = try runtimeOptions.configuration(maintainInterval: .seconds(3600), output: output)
+        // The simulated Captive Portal API is plain HTTP on loopback.
+        configuration.allowsPlainHTTPCaptivePortalAPI = scenario == "capport"
         let answers = try answerOptions.answers()
         let engine = try LoadedHelpers.engine(output: output)
         defer { engine.shutdown() }
@@ -203,7 +205,8 @@ private actor DevSession {
         }
         let portal = simulated!.portal
         return NetworkDescription(ssid: ssid, resolvers: ["127.0.0.1:\(portal.dns!.port)"],
-                                  probeURLs: ["http://connectivitycheck.dev.example:\(portal.port)/generate_204"])
+                                  probeURLs: ["http://connectivitycheck.dev.example:\(portal.port)/generate_204"],
+                                  captivePortalAPI: scenario == .capport ? "http://api.\(host):\(portal.port)/capport-api" : nil)
     }
 
     /// The first name in the script's hosts (a wildcard becomes `portal.`), so the script

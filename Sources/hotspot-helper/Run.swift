@@ -47,6 +47,8 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup var keeping: KeepingOptions
 
+    @OptionGroup var captivePortalAPI: CaptivePortalAPIOptions
+
     @Flag(help: "Reload the scripts whenever one is saved, added or removed.")
     var watch = false
 
@@ -74,7 +76,8 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let output = EventOutput(json: json)
-        let configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
+        var configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
+        configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let engine = try LoadedHelpers.engine(output: output)
         defer { engine.shutdown() }
@@ -88,9 +91,11 @@ struct Run: AsyncParsableCommand {
         }
         let runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: persistence,
                                      configuration: configuration, events: output.write)
-        let networks = try sourceTexts.map(sources).map {
-            NetworkDescription(ssid: $0.ssid, interface: $0.interface, resolvers: resolverOptions.resolvers,
-                               probeURLs: keeping.probeURLs)
+        let networks = try sourceTexts.map(sources).map { source in
+            let api = captivePortalAPI.uri(interface: source.interface)
+            if let note = api.note { output.write(HotspotEvent(event: .log, network: source.ssid, level: "info", message: note)) }
+            return NetworkDescription(ssid: source.ssid, interface: source.interface, resolvers: resolverOptions.resolvers,
+                                      probeURLs: keeping.probeURLs, captivePortalAPI: api.uri)
         }
         let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, networks: networks, events: output.write)
         output.write(HotspotEvent(event: .reload, reason: "started", reload: HotspotEvent.ReloadSummary(firstLoad)))

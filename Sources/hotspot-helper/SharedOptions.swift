@@ -128,3 +128,32 @@ struct LoadedHelpers {
         }
     }
 }
+
+/// Where a network's RFC 8908 Captive Portal API is: the options `connect` (and the daemon)
+/// take. Without `--capport-url`, DHCP option 114 is looked up for `--interface`.
+struct CaptivePortalAPIOptions: ParsableArguments {
+    @Option(name: .customLong("capport-url"),
+            help: ArgumentHelp("The network's RFC 8908 Captive Portal API URI (default: DHCP option 114 of --interface, where the platform gives it).",
+                               valueName: "url"))
+    var url: String?
+
+    @Flag(name: .customLong("capport-allow-http"), help: "Allow a plain-HTTP Captive Portal API (local testing only; the RFC requires HTTPS).")
+    var allowsPlainHTTP = false
+
+    func validate() throws {
+        guard let url else { return }
+        guard url == CaptivePortalAPI.unrestricted || url.hasPrefix("https://") || url.hasPrefix("http://") else {
+            throw ValidationError("--capport-url \(url) is not an https:// URL or \(CaptivePortalAPI.unrestricted)")
+        }
+        if url.hasPrefix("http://"), !allowsPlainHTTP {
+            throw ValidationError("--capport-url \(url) is plain HTTP; the Captive Portal API must be HTTPS (add --capport-allow-http for local testing)")
+        }
+    }
+
+    /// The API URI of the network on `interface`, and a line saying where it came from when it was discovered.
+    func uri(interface: String?) -> (uri: String?, note: String?) {
+        if let url { return (url, nil) }
+        guard let interface, let found = CaptivePortalAPIDiscovery.uri(forInterface: interface) else { return (nil, nil) }
+        return (found.uri, "the Captive Portal API of \(interface) is \(found.uri) (from \(found.source))")
+    }
+}

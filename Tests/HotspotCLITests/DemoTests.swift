@@ -15,7 +15,9 @@ struct DemoTests {
                      "[City-Library] authenticating ⇒ presenting_ui (library)",
                      "[Grand-Hotel] maintain → hotel: success",
                      "[Airport-Free-WiFi] authenticate → airport: success",
-                     "[Aroma-Guest] logging_off ⇒ inactive (aroma)"] {
+                     "[Aroma-Guest] logging_off ⇒ inactive (aroma)",
+                     "[Museum-Guest] authenticate → capport: success",
+                     "[Museum-Guest] maintain → capport: success"] {
             #expect(run.output.contains(line))
         }
         #expect(!run.output.contains("campus-pass-4417") && !run.output.contains("airport-2026-fly"))
@@ -30,6 +32,15 @@ struct DemoTests {
         #expect(run.events.count == lines.count)
         #expect(run.events.last?["event"] as? String == "demo")
         #expect(run.events.last?["failed"] as? Int == 0)
+    }
+
+    /// The bundled helpers and the example venue scripts load without a problem.
+    @Test func bundledAndExampleScriptsPassCheck() async throws {
+        let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Scripts").standardized.path
+        let run = try await CLI.run(["check", scripts, scripts + "/examples"])
+        #expect(run.status == 0, "\(run.output)\(run.errors)")
+        #expect(run.output == "10 scripts OK\n")
     }
 
     @Test func aScriptsDirectoryThatIsNotThereIsAUsageError() async throws {

@@ -83,6 +83,14 @@ final class TestHTTPServer: Sendable {
                      body: .init(byteBuffer: ByteBuffer(bytes: gzipBody)))
         }
         router.get("/big") { _, _ in String(repeating: "x", count: 2 << 20) }
+        // Answers what the query asks for: `status`, `type` (Content-Type) and `body`.
+        router.get("/respond") { request, _ in
+            let query = request.uri.queryParameters
+            var headers = HTTPFields()
+            if let type = query["type"] { headers[.contentType] = String(type) }
+            return Response(status: .init(code: query["status"].flatMap { Int(String($0)) } ?? 200), headers: headers,
+                            body: .init(byteBuffer: ByteBuffer(string: query["body"].map(String.init) ?? "")))
+        }
         router.get("/drip") { _, _ in
             Response(status: .ok, body: ResponseBody { writer in
                 for _ in 0..<600 {

@@ -110,14 +110,7 @@ func withPortal(
     _ scenario: Scenario, settings: ScenarioSettings = .init(), dnsPort: Int? = nil,
     _ body: (SimulatedPortal) async throws -> Void
 ) async throws {
-    let portal = try await SimulatedPortal.start(scenario, settings: settings, dnsPort: dnsPort)
-    do {
-        try await body(portal)
-    } catch {
-        await portal.stop()
-        throw error
-    }
-    await portal.stop()
+    try await SimulatedPortal.running(scenario, settings: settings, dnsPort: dnsPort, body)
 }
 
 /// The text between `start` and the next `end` in `text`.

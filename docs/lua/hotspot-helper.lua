@@ -72,7 +72,7 @@ function Response:deliver() end
 ---@field type CommandType
 ---@field network? Network
 ---@field network_list? Network[] the scan list (filter_scan_list)
----@field store table<string, string> kept per helper and network across restarts (16 KiB)
+---@field store table<string, string> kept per helper and network across restarts (16 KiB); keys starting with "@" are the runtime's (read-only)
 ---@field answers? table<string, string> what the person entered (present_ui)
 local Command = {}
 
@@ -158,7 +158,7 @@ function Command:secret(name) end
 ---What a venue script returns.
 ---@class VenueScript
 ---@field name string display name, at most 15 characters
----@field hosts string[] the only hosts it may reach: names, addresses, or "*.domain"
+---@field hosts string[] the only hosts it may reach: names, addresses, "*.domain", or "@portal" (what the network names as its portal)
 ---@field filter_scan_list? fun(cmd: Command): CommandResult|Response|nil
 ---@field evaluate? fun(cmd: Command): Confidence|CommandResult|Response|nil
 ---@field authenticate? fun(cmd: Command): CommandResult|Response|nil
@@ -300,3 +300,54 @@ function wispr.parse(page) end
 ---@param originating_server? string
 ---@return table<string, string> form fields for cmd:http{ form = ... }
 function wispr.login_form(message, username, password, originating_server) end
+
+---What `wispr.login`, `wispr.logoff` and `wispr.abort` answer.
+---@class WISPrOutcome
+---@field result "success"|"login_failed"|"radius_error"|"network_admin_error"|"gateway_error"|"protocol_error"|"pending"|"aborted"|"not_wispr"|"unreachable"|"not_logged_in"|"no_login_pending"
+---@field response_code? integer the gateway's ResponseCode
+---@field reply? string the gateway's ReplyMessage, or what went wrong
+---@field logoff_url? string after a successful login
+---@field message? WISPrMessage the gateway's last message
+
+---@class WISPrLogin
+---@field username string
+---@field password string
+---@field url? string where to look for the Redirect (default: the probe's portal URL)
+---@field originating_server? string
+---@field wait? number the most seconds to wait for a pending login (default: the command's deadline)
+
+---The WISPr smart-client login: Redirect, optional Proxy, the login POST, a pending login
+---polled; keeps the LogoffURL (and the AbortLoginURL) for later commands.
+---@param cmd Command
+---@param login WISPrLogin
+---@return WISPrOutcome
+function wispr.login(cmd, login) end
+
+---Logs off through the LogoffURL an earlier `wispr.login` kept.
+---@param cmd Command
+---@return WISPrOutcome
+function wispr.logoff(cmd) end
+
+---Aborts a pending login through its AbortLoginURL.
+---@param cmd Command
+---@return WISPrOutcome
+function wispr.abort(cmd) end
+
+---What the network's RFC 8908 Captive Portal API says.
+---@class CaptivePortalStatus
+---@field api_url string
+---@field captive boolean
+---@field unrestricted? boolean the API URI is urn:ietf:params:capport:unrestricted (no portal)
+---@field user_portal_url? string
+---@field venue_info_url? string
+---@field can_extend_session? boolean
+---@field seconds_remaining? number
+---@field bytes_remaining? number
+
+capport = {}
+---The network's Captive Portal API: its status, nil when the network has none, or nil and a
+---message prefixed as cmd:http's are.
+---@param cmd Command
+---@return CaptivePortalStatus? status
+---@return string? problem
+function capport.fetch(cmd) end

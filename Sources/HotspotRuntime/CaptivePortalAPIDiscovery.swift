@@ -1,0 +1,74 @@
+import Foundation
+
+/// Where the platform has put a network's RFC 8910 Captive Portal API URI (DHCPv4 option
+/// 114), best effort: NetworkManager (`nmcli -g DHCP4.OPTION device show IFACE`), then
+/// systemd-networkd's lease (`CAPTIVE_PORTAL=`), then ISC dhclient's lease files
+/// (`option captive-portal` or `option unknown-114`). DHCPv6 option 103 and RA option 37
+/// are read by none of these here; configure the URI (`--capport-url`) instead.
+public enum CaptivePortalAPIDiscovery {
+    /// The URI and where it was found, or nil when no source has one.
+    public static func uri(forInterface interface: String) -> (uri: String, source: String)? {
+        if let output = run("/usr/bin/nmcli", ["-g", "DHCP4.OPTION", "device", "show", interface]),
+           let uri = fromNetworkManager(output) {
+            return (uri, "NetworkManager")
+        }
+        let index = if_nametoindex(interface)
+        if index != 0, let lease = try? String(contentsOfFile: "/run/systemd/netif/leases/\(index)", encoding: .utf8),
+           let uri = fromNetworkdLease(lease) {
+            return (uri, "systemd-networkd")
+        }
+        let leaseDirectory = "/var/lib/dhcp"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: leaseDirectory)) ?? [] where name.hasPrefix("dhclient") {
+            if let leases = try? String(contentsOfFile: leaseDirectory + "/" + name, encoding: .utf8),
+               let uri = fromDhclientLeases(leases, interface: interface) {
+                return (uri, "dhclient")
+            }
+        }
+        return nil
+    }
+
+    /// NetworkManager names option 114 `captive_portal` (or `unknown_114` in older versions);
+    /// `-g` prints the options as `name = value` separated by ` | ` or new lines.
+    static func fromNetworkManager(_ output: String) -> String? {
+        let entries = output.split(whereSeparator: { $0 == "\n" }).flatMap { $0.components(separatedBy: " | ") }
+        for entry in entries {
+            let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2, ["captive_portal", "unknown_114", "option_114"].contains(parts[0]), !parts[1].isEmpty {
+                return parts[1]
+            }
+        }
+        return nil
+    }
+
+    static func fromNetworkdLease(_ lease: String) -> String? {
+        lease.split(separator: "\n").first { $0.hasPrefix("CAPTIVE_PORTAL=") }.map { String($0.dropFirst("CAPTIVE_PORTAL=".count)) }
+    }
+
+    /// The option in the last lease of `interface`: a quoted string, or colon-separated hex.
+    static func fromDhclientLeases(_ leases: String, interface: String) -> String? {
+        let blocks = leases.components(separatedBy: "lease {").filter { $0.contains("interface \"\(interface)\";") }
+        guard let last = blocks.last else { return nil }
+        for line in last.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+            guard let name = ["option captive-portal ", "option unknown-114 "].first(where: { line.hasPrefix($0) }) else { continue }
+            let value = line.dropFirst(name.count).trimmingCharacters(in: CharacterSet(charactersIn: ";"))
+            if value.hasPrefix("\"") { return value.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+            let bytes = value.split(separator: ":").compactMap { UInt8($0, radix: 16) }
+            return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+        }
+        return nil
+    }
+
+    private static func run(_ executable: String, _ arguments: [String]) -> String? {
+        guard FileManager.default.isExecutableFile(atPath: executable) else { return nil }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+    }
+}

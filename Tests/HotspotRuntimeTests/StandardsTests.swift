@@ -1,0 +1,363 @@
+import Foundation
+import HotspotNetwork
+import PortalSimulator
+import Testing
+import TestSupport
+@testable import HotspotRuntime
+
+/// The WISPr smart client, the Captive Portal API and the bundled generic helpers, through
+/// the runtime against the portal simulator on loopback.
+@Suite("WISPr, RFC 8908 and the bundled helpers", .serialized)
+struct StandardsTests {
+    static let scriptsDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../Scripts").standardized.path
+
+    static func bundled(_ name: String) throws -> String {
+        try String(contentsOfFile: "\(scriptsDirectory)/\(name).lua", encoding: .utf8)
+    }
+
+    static func network(_ portal: SimulatedPortal, api: String? = nil) -> NetworkDescription {
+        NetworkDescription(ssid: "Venue", probeURLs: ["http://127.0.0.1:\(portal.port)/generate_204"],
+                           captivePortalAPI: api.map { "http://127.0.0.1:\(portal.port)\($0)" } ?? nil)
+    }
+
+    static func configuration(secrets: [String: [String: String]] = [:], allowsPlainHTTP: Bool = true) -> HotspotRuntime.Configuration {
+        var configuration = HotspotRuntime.Configuration(commandDeadline: .seconds(8), secrets: Secrets(secrets))
+        configuration.allowsPlainHTTPCaptivePortalAPI = allowsPlainHTTP
+        return configuration
+    }
+
+    /// A helper that claims every network, runs `authenticate` and `logoff` as given and
+    /// reaches only what the network names as its portal.
+    static func smart(authenticate: String, logoff: String = "return \"success\"") -> String {
+        """
+        return {
+          name = "Smart",
+          hosts = { "@portal" },
+          evaluate = function(cmd) return "high" end,
+          authenticate = function(cmd)
+        \(authenticate)
+          end,
+          logoff = function(cmd)
+        \(logoff)
+          end,
+        }
+        """
+    }
+
+    /// Logs in with wispr.login and keeps what it answered in cmd.store.
+    static func loggingIn(password: String = "aroma-2026", extra: String = "", then: String = "") -> String {
+        smart(authenticate: """
+            local login = wispr.login(cmd, { username = "guest", password = "\(password)"\(extra) })
+            cmd.store.result = login.result
+            cmd.store.reply = login.reply
+            cmd.store.code = tostring(login.response_code)
+            cmd.store.logoff_url = login.logoff_url
+            \(then)
+            return "success"
+            """, logoff: """
+            local logoff = wispr.logoff(cmd)
+            cmd.store.logoff = logoff.result
+            return "success"
+            """)
+    }
+
+    static func probe(_ network: NetworkDescription) async throws -> ConnectivityVerdict.State {
+        try await onOwnThread {
+            ConnectivityProbe.run(network.probeURLs.map(Probe.init(url:)), binding: NetworkBinding(), timeout: .seconds(3)).state
+        }
+    }
+
+    func withPortal(_ scenario: Scenario, _ change: (inout ScenarioSettings) -> Void = { _ in },
+                    _ body: (SimulatedPortal) async throws -> Void) async throws {
+        var settings = ScenarioSettings()
+        change(&settings)
+        try await SimulatedPortal.running(scenario, settings: settings, body)
+    }
+
+    // MARK: the WISPr smart client
+
+    @Test func wisprLoginFollowsTheProxyPollsThePendingLoginAndLogsOff() async throws {
+        try await withPortal(.wispr, { $0.wisprProxyStep = true; $0.wisprPendingDelay = 1 }) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["smart": Self.loggingIn()], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated)
+            let store = fixture.runtime.persistence.store(helper: "smart", ssid: "Venue")
+            #expect(store["result"] == "success", "\(store)")
+            #expect(store["code"] == "50")
+            #expect(store["reply"] == "Welcome to Aroma Cafe")
+            #expect(store["logoff_url"] == "http://127.0.0.1:\(portal.port)/wispr/logoff")
+            #expect(store["@wispr.logoff_url"] == store["logoff_url"])
+            #expect(store["@wispr.abort_login_url"] == nil)
+            #expect(try await Self.probe(network) == .connected)
+
+            #expect(await fixture.runtime.logoff("Venue") == .inactive)
+            let after = fixture.runtime.persistence.store(helper: "smart", ssid: "Venue")
+            #expect(after["logoff"] == "success")
+            #expect(after["@wispr.logoff_url"] == nil)
+            #expect(try await Self.probe(network) == .captive)
+        }
+    }
+
+    @Test(arguments: [
+        ("wrong password", "login_failed", "100", "Invalid username or password"),
+        ("radius", "radius_error", "102", "The login service is unavailable (102)"),
+        ("admin", "network_admin_error", "105", "The login service is unavailable (105)"),
+        ("gateway", "gateway_error", "255", "The login service is unavailable (255)"),
+        ("malformed", "protocol_error", "nil", "wispr.parse: the WISPAccessGatewayParam is not well-formed XML"),
+        ("wispr 2.0", "success", "50", "Welcome to Aroma Cafe"),
+    ])
+    func wisprOutcomes(_ case: String, _ result: String, _ code: String, _ reply: String) async throws {
+        try await withPortal(.wispr, { settings in
+            switch `case` {
+            case "radius": settings.wisprRefusal = 102
+            case "admin": settings.wisprRefusal = 105
+            case "gateway": settings.wisprRefusal = 255
+            case "malformed": settings.wisprMalformedReply = true
+            case "wispr 2.0": settings.wisprVersion2 = true
+            default: break
+            }
+        }) { portal in
+            let script = Self.loggingIn(password: `case` == "wrong password" ? "wrong" : "aroma-2026")
+            let fixture = try await RuntimeFixture(scripts: ["smart": script], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            await fixture.runtime.join(Self.network(portal))
+            let store = fixture.runtime.persistence.store(helper: "smart", ssid: "Venue")
+            #expect(store["result"] == result, "\(store)")
+            #expect(store["code"] == code)
+            #expect(store["reply"]?.hasPrefix(reply) == true, "\(store)")
+            #expect((store["@wispr.logoff_url"] != nil) == (result == "success"))
+        }
+    }
+
+    @Test func aPendingLoginGivenUpOnIsAborted() async throws {
+        try await withPortal(.wispr, { $0.wisprPendingDelay = 30 }) { portal in
+            let script = Self.loggingIn(extra: ", wait = 1", then: """
+                cmd.store.pending_abort_url = cmd.store["@wispr.abort_login_url"]
+                cmd.store.abort = wispr.abort(cmd).result
+                cmd.store.again = wispr.abort(cmd).result
+                """)
+            let fixture = try await RuntimeFixture(scripts: ["smart": script], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            await fixture.runtime.join(Self.network(portal))
+            let store = fixture.runtime.persistence.store(helper: "smart", ssid: "Venue")
+            #expect(store["result"] == "pending", "\(store)")
+            #expect(store["code"] == "201")
+            #expect(store["pending_abort_url"] == "http://127.0.0.1:\(portal.port)/wispr/abort")
+            #expect(store["abort"] == "aborted")
+            #expect(store["again"] == "no_login_pending")
+            #expect(store["@wispr.abort_login_url"] == nil)
+        }
+    }
+
+    @Test func theRuntimesStoreKeysAndHostsAreOutOfTheScriptsReach() async throws {
+        try await withPortal(.wispr) { portal in
+            let forger = try await RuntimeFixture(
+                scripts: ["smart": Self.smart(authenticate: #"cmd.store["@wispr.logoff_url"] = "http://evil.example/" return "success""#)],
+                configuration: Self.configuration())
+            defer { forger.engine.shutdown() }
+            #expect(await forger.runtime.join(Self.network(portal)) == .failure)
+            #expect(forger.events.commands(.authenticate).first?.error?.contains("cmd.store keys starting with '@' are the runtime's") == true)
+
+            let login = "http://127.0.0.1:\(portal.port)/login"
+            let stranger = try await RuntimeFixture(scripts: ["smart": Self.smart(authenticate: """
+                local _, problem = cmd:http{ url = "\(login)" }
+                cmd.store.before = problem
+                cmd:probe()
+                cmd.store.after = tostring(cmd:http{ url = "\(login)" }.status)
+                return "success"
+                """)], configuration: Self.configuration())
+            defer { stranger.engine.shutdown() }
+            #expect(await stranger.runtime.join(Self.network(portal)) == .authenticated)
+            let store = stranger.runtime.persistence.store(helper: "smart", ssid: "Venue")
+            #expect(store["before"] == "not_allowed: 127.0.0.1")  // not the portal until the probe says so
+            #expect(store["after"] == "200")
+        }
+    }
+
+    // MARK: the Captive Portal API for scripts
+
+    @Test func capportFetchGivesTheAPIsAnswerOrWhyNot() async throws {
+        try await withPortal(.capport) { portal in
+            let script = Self.smart(authenticate: """
+                local api, problem = capport.fetch(cmd)
+                cmd.store.answer = api and json.encode(api) or ("nil, " .. tostring(problem))
+                return "success"
+                """)
+            let port = portal.port
+            func answer(api: String?, allowsPlainHTTP: Bool = true) async throws -> String? {
+                let fixture = try await RuntimeFixture(scripts: ["smart": script], configuration: Self.configuration(allowsPlainHTTP: allowsPlainHTTP))
+                defer { fixture.engine.shutdown() }
+                var network = Self.network(portal)
+                network.captivePortalAPI = api
+                await fixture.runtime.join(network)
+                return fixture.runtime.persistence.store(helper: "smart", ssid: "Venue")["answer"]
+            }
+            let uri = "http://127.0.0.1:\(port)/capport-api"
+            let captive = try await answer(api: uri)
+            let plain = try await answer(api: uri, allowsPlainHTTP: false)
+            let unrestricted = try await answer(api: "urn:ietf:params:capport:unrestricted")
+            let none = try await answer(api: nil)
+            let wrongType = try await answer(api: "http://127.0.0.1:\(port)/venue")
+            #expect(captive == #"{"api_url":"\#(uri)","can_extend_session":false,"captive":true,"user_portal_url":"http://127.0.0.1:\#(port)/portal","venue_info_url":"http://127.0.0.1:\#(port)/venue"}"#)
+            #expect(plain?.hasPrefix("nil, not_allowed: \(uri): the Captive Portal API must be HTTPS") == true, "\(plain ?? "")")
+            #expect(unrestricted == #"{"api_url":"urn:ietf:params:capport:unrestricted","captive":false,"unrestricted":true}"#)
+            #expect(none == "nil, nil")
+            #expect(wrongType?.hasPrefix("nil, protocol: the Captive Portal API answered text/html") == true, "\(wrongType ?? "")")
+        }
+    }
+
+    // MARK: seconds-remaining and can-extend-session
+
+    @Test func maintainComesBeforeAnExtendableSessionRunsOut() async throws {
+        try await withPortal(.capport, { $0.sessionLength = .seconds(2) }) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["capport": try Self.bundled("capport")], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal, api: "/capport-api")
+            #expect(await fixture.runtime.join(network) == .authenticated)
+            // The runtime's maintain interval is 300 s: only the API's seconds-remaining brings these.
+            try await eventually { fixture.events.commands(.maintain).filter { $0.result == .success }.count >= 2 }
+            #expect(fixture.events.commands(.maintain).filter { $0.result == .success }.count >= 2)
+            #expect(fixture.events.commands(.authenticate).count == 1)  // extended, never logged in again
+            #expect(fixture.events.all.contains { $0.message?.contains("maintain in") == true && $0.message?.contains("to extend it") == true })
+            #expect(try await Self.probe(network) == .connected)
+            await fixture.runtime.leave("Venue")
+        }
+    }
+
+    @Test func aSessionThatCannotBeExtendedIsAuthenticatedAgainOnceItRunsOut() async throws {
+        try await withPortal(.capport, { $0.sessionLength = .seconds(1); $0.capportCanExtendSession = false }) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["capport": try Self.bundled("capport")], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            #expect(await fixture.runtime.join(Self.network(portal, api: "/capport-api")) == .authenticated)
+            try await eventually { fixture.events.commands(.authenticate).filter { $0.result == .success }.count >= 2 }
+            #expect(fixture.events.commands(.maintain).first?.result == .authenticationRequired)
+            #expect(fixture.events.commands(.authenticate).filter { $0.result == .success }.count >= 2)
+            #expect(fixture.events.all.contains { $0.message?.contains("to log in again once it has run out") == true })
+            await fixture.runtime.leave("Venue")
+        }
+    }
+
+    @Test func maintainDelays() {
+        let interval = Duration.seconds(300), margin = Duration.seconds(60)
+        func delay(_ status: CaptivePortalStatus) -> Duration {
+            HotspotRuntime.maintainDelay(after: status, interval: interval, margin: margin)
+        }
+        #expect(delay(CaptivePortalStatus(captive: false, canExtendSession: true, secondsRemaining: 200)) == .seconds(150))
+        #expect(delay(CaptivePortalStatus(captive: false, canExtendSession: true, secondsRemaining: 1000)) == interval)
+        #expect(delay(CaptivePortalStatus(captive: false, canExtendSession: true, secondsRemaining: 0.5)) == .seconds(1))
+        #expect(delay(CaptivePortalStatus(captive: false, canExtendSession: false, secondsRemaining: 30)) == .seconds(31))
+        #expect(delay(CaptivePortalStatus(captive: false, canExtendSession: true)) == interval)
+        #expect(delay(CaptivePortalStatus(captive: true, canExtendSession: true, secondsRemaining: 10)) == interval)
+    }
+
+    // MARK: the bundled generic helpers
+
+    @Test func bundledWISPrHelperLogsInWithItsSecretsAndLogsOff() async throws {
+        try await withPortal(.wispr, { $0.wisprPendingDelay = 1 }) { portal in
+            let fixture = try await RuntimeFixture(
+                scripts: ["wispr": try Self.bundled("wispr")],
+                configuration: Self.configuration(secrets: ["wispr": ["username": "guest", "password": "aroma-2026"]]))
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated)
+            #expect(fixture.events.commands(.evaluate).first?.confidence == .low)
+            #expect(try await Self.probe(network) == .connected)
+            #expect(await fixture.runtime.logoff("Venue") == .inactive)
+            #expect(try await Self.probe(network) == .captive)
+        }
+    }
+
+    @Test func bundledWISPrHelperAsksAPersonWhenTheGatewayRefusesItsCredentials() async throws {
+        try await withPortal(.wispr) { portal in
+            let fixture = try await RuntimeFixture(
+                scripts: ["wispr": try Self.bundled("wispr")],
+                configuration: Self.configuration(secrets: ["wispr": ["username": "guest", "password": "stale"]]))
+            defer { fixture.engine.shutdown() }
+            #expect(await fixture.runtime.join(Self.network(portal)) == .presentingUI)
+            #expect(await fixture.runtime.presentUI("Venue", answers: ["username": "guest", "password": "aroma-2026"]) == .authenticated)
+        }
+    }
+
+    @Test func bundledWISPrHelperClaimsNothingWithoutCredentials() async throws {
+        try await withPortal(.wispr) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["wispr": try Self.bundled("wispr")], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            await fixture.runtime.join(Self.network(portal))
+            #expect(fixture.events.commands(.evaluate).first?.confidence == Confidence.none)
+            #expect(fixture.events.commands(.authenticate).isEmpty)
+        }
+    }
+
+    @Test func bundledClickThroughHelperAcceptsTheTerms() async throws {
+        try await withPortal(.clickThrough) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["click-through": try Self.bundled("click-through")],
+                                                   configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated)
+            #expect(fixture.events.commands(.evaluate).first?.confidence == .low)
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "click-through")
+            #expect(try await Self.probe(network) == .connected)
+        }
+    }
+
+    @Test(arguments: [Scenario.credentials, .wispr, .email])
+    func bundledClickThroughHelperLeavesOtherPortalsAlone(_ scenario: Scenario) async throws {
+        try await withPortal(scenario) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["click-through": try Self.bundled("click-through")],
+                                                   configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            await fixture.runtime.join(Self.network(portal))
+            #expect(fixture.events.commands(.evaluate).first?.confidence == Confidence.none)
+        }
+    }
+
+    @Test func bundledCaptivePortalAPIHelperClaimsOnlyWhatItsAPISaysIsCaptive() async throws {
+        try await withPortal(.capport) { portal in
+            let scripts = ["capport": try Self.bundled("capport"), "click-through": try Self.bundled("click-through")]
+            let fixture = try await RuntimeFixture(scripts: scripts, configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal, api: "/capport-api")
+            #expect(await fixture.runtime.join(network) == .authenticated)
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "capport")  // click-through defers to it
+            #expect(fixture.events.commands(.evaluate).first { $0.helper == "click-through" }?.confidence == Confidence.none)
+            #expect(try await Self.probe(network) == .connected)
+            await fixture.runtime.leave("Venue")
+
+            let withoutAPI = try await RuntimeFixture(scripts: ["capport": try Self.bundled("capport")], configuration: Self.configuration())
+            defer { withoutAPI.engine.shutdown() }
+            await withoutAPI.runtime.join(NetworkDescription(ssid: "Other", probeURLs: network.probeURLs))
+            #expect(withoutAPI.events.commands(.evaluate).first?.confidence == Confidence.none)
+        }
+    }
+
+    // MARK: DHCP option 114 from the platform
+
+    @Test func option114IsReadFromEachPlatformSource() {
+        #expect(CaptivePortalAPIDiscovery.fromNetworkManager(
+            "domain_name_servers = 192.0.2.53 | captive_portal = https://api.venue.example/capport | ip_address = 192.0.2.7\n")
+            == "https://api.venue.example/capport")
+        #expect(CaptivePortalAPIDiscovery.fromNetworkManager("unknown_114 = https://a.example/\n") == "https://a.example/")
+        #expect(CaptivePortalAPIDiscovery.fromNetworkManager("domain_name = example\n") == nil)
+        #expect(CaptivePortalAPIDiscovery.fromNetworkdLease("ADDRESS=192.0.2.7\nCAPTIVE_PORTAL=https://b.example/api\n") == "https://b.example/api")
+        let leases = """
+            lease {
+              interface "wlan0";
+              option unknown-114 "https://old.example/";
+            }
+            lease {
+              interface "eth0";
+              option captive-portal "https://wired.example/";
+            }
+            lease {
+              interface "wlan0";
+              option unknown-114 68:74:74:70:73:3a:2f:2f:63:2e:65:78:2f;
+            }
+            """
+        #expect(CaptivePortalAPIDiscovery.fromDhclientLeases(leases, interface: "wlan0") == "https://c.ex/")
+        #expect(CaptivePortalAPIDiscovery.fromDhclientLeases(leases, interface: "eth0") == "https://wired.example/")
+        #expect(CaptivePortalAPIDiscovery.fromDhclientLeases(leases, interface: "wlan1") == nil)
+    }
+}
