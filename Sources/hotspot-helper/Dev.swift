@@ -164,15 +164,16 @@ private actor DevSession {
             }
         }
         let reached = state
-        if state == .authenticated, await runtime.chosenHelper(of: ssid) != nil {
+        let claimedBy = await runtime.chosenHelper(of: ssid)
+        if state == .authenticated, claimedBy != nil {
             state = await runtime.maintain(ssid)
             await runtime.logoff(ssid)
         } else if state == .authenticated {
-            output.note("\(helper.id) did not claim \(ssid) (evaluate answered none); give the SSID it expects with --ssid")
+            output.note("\(helper.id) did not claim \(ssid) (evaluate answered none); give the SSID it expects with --ssid, and the credentials it needs with --secrets")
         }
         await runtime.stopTimers()
         progress.observe(nil)
-        output.write(HotspotEvent(event: .done, network: ssid, helper: helper.id, state: reached))
+        output.write(HotspotEvent(event: .done, network: ssid, helper: claimedBy, state: reached))
         let milliseconds = Int((ContinuousClock.now - started) / .milliseconds(1))
         output.note("run \(runs) ended \(reached.rawValue) in \(milliseconds) ms")
         return reached
@@ -210,9 +211,10 @@ private actor DevSession {
     }
 
     /// The first name in the script's hosts (a wildcard becomes `portal.`), so the script
-    /// may reach the simulated portal.
+    /// may reach the simulated portal; a script that follows the portal (`@portal`) reaches
+    /// whatever name the portal gives.
     static func portalHost(of helper: HelperScript) -> String {
-        guard let first = helper.hosts.first?.text else { return "portal.example" }
+        guard let first = helper.hosts.first(where: { !$0.text.hasPrefix("@") })?.text else { return "portal.example" }
         return first.hasPrefix("*.") ? "portal" + first.dropFirst() : first
     }
 }
