@@ -21,6 +21,16 @@ enum HelperCommand {
     static func connect(_ arguments: [String]) -> [String] {
         [path, "connect", "--json", "--deadline", "10"] + arguments
     }
+
+    /// `hotspot-helper run`, the daemon, keeping one network on loopback.
+    static func run(scripts: String, state: String, ssid: String) -> [String] {
+        [path, "run", "--json", "--deadline", "10", "--scripts", scripts, "--state-dir", state, "--source", "interface:lo:\(ssid)"]
+    }
+
+    /// `hotspot-helper dev` with `arguments` and JSON events.
+    static func dev(_ arguments: [String]) -> [String] {
+        [path, "dev", "--json", "--deadline", "10"] + arguments
+    }
 }
 
 /// A directory of its own under the temporary directory, for scripts and secrets.

@@ -24,7 +24,8 @@ struct HotspotBench {
         figures += await measure("Bound GET") { try await measureScriptHTTP() }
         figures += await measure("connect to authenticated") { try await measureConnectWallTime() }
         figures += await measure("Cold start to first command") { try await measureColdStart() }
-        figures += await measure("connect --stay RSS") { try await measureConnectMemory() }
+        figures += await measure("Hot reload") { try await measureHotReload() }
+        figures += await measure("Idle daemon RSS") { try await measureDaemonMemory() }
         print(render(figures))
         print("\nWhole run: \(duration(nanoseconds: nanoseconds(since: start))).")
     }

@@ -75,6 +75,8 @@ final class ChildProcess {
     let pid: pid_t
     private var input: Int32
     private let output: Int32
+    /// Output read but not yet returned by `readLine`.
+    private var unread: [UInt8] = []
 
     init(_ arguments: [String]) throws {
         var toChild: [Int32] = [-1, -1]
@@ -137,6 +139,28 @@ final class ChildProcess {
             if count < 0, errno == EINTR { continue }
             return max(count, 0)
         }
+    }
+
+    /// Reads its output until a whole line contains `marker`, and returns that line; the
+    /// lines before it are consumed. Throws when the output ends first.
+    func readLine(containing marker: String) throws -> String {
+        var chunk = [UInt8](repeating: 0, count: 1 << 14)
+        while true {
+            while let newline = unread.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: unread[..<newline], as: UTF8.self)
+                unread.removeSubrange(...newline)
+                if line.contains(marker) { return line }
+            }
+            let count = receive(into: &chunk)
+            guard count > 0 else { throw BenchError("the output ended before a line with \(marker)") }
+            unread += chunk[0..<count]
+        }
+    }
+
+    /// Asks it to stop with SIGTERM and waits for it; its wait status.
+    func terminate() -> Int32 {
+        kill(pid, SIGTERM)
+        return wait()
     }
 
     /// Waits for it to end; its wait status.
