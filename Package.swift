@@ -66,7 +66,9 @@ let package = Package(
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // What several test targets share: running blocking work off Swift concurrency's threads.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
-        .testTarget(name: "HotspotRuntimeTests", dependencies: ["HotspotRuntime", "HotspotNetwork", "ScriptLibraries"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HotspotRuntimeTests", dependencies: ["HotspotRuntime", "HotspotNetwork", "ScriptLibraries", "PortalSimulator", "TestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "HotspotNetworkTests",
             dependencies: [

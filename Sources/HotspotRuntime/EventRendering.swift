@@ -18,6 +18,10 @@ extension HotspotEvent {
         case .log:
             fields += [("network", .string(network)), ("helper", .string(helper)), ("command", .string(command?.rawValue)),
                        ("level", .string(level)), ("message", .string(message))]
+        case .connectivity:
+            fields += [("network", .string(network)), ("verdict", .string(verdict?.rawValue)),
+                       ("portal_url", .string(portalURL)), ("interface_kind", .string(interfaceKind?.rawValue)),
+                       ("helper", .string(helper))]
         }
         return "{" + fields.map { "\(JSONScalar.string($0.0).json):\($0.1.json)" }.joined(separator: ",") + "}"
     }
@@ -43,6 +47,12 @@ extension HotspotEvent {
         case .log:
             let source = helper.map { "\($0): " } ?? ""
             return "\(network)\(paint(level ?? "info", level == "error" || level == "warn" ? "33" : "2")) \(source)\(message ?? "")"
+        case .connectivity:
+            let state = verdict?.rawValue ?? "?"
+            let portal = portalURL.map { " at \($0)" } ?? ""
+            let over = interfaceKind.map { " over \($0.rawValue)" } ?? ""
+            let after = helper.map { " after \($0)'s success" } ?? ""
+            return "\(network)connectivity: \(paint(state, verdict == .connected ? "32" : "33"))\(portal)\(over)\(after)"
         }
     }
 }

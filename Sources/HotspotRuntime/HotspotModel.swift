@@ -1,4 +1,5 @@
 public import Foundation
+public import HotspotNetwork
 
 /// The six commands of the hotspot-helper model.
 public enum HotspotCommand: String, Sendable, Codable, CaseIterable {
@@ -127,6 +128,8 @@ public struct HotspotEvent: Sendable, Codable, Equatable {
         case log
         /// The last event of a `connect`.
         case done
+        /// A connectivity verdict: a change the monitor saw, or the check after a helper's success.
+        case connectivity
     }
 
     public var event: Kind
@@ -144,6 +147,10 @@ public struct HotspotEvent: Sendable, Codable, Equatable {
     public var state: HotspotState?
     public var level: String?
     public var message: String?
+    /// For `connectivity`: the verdict, where to log in, and the kind of the interface.
+    public var verdict: ConnectivityVerdict.State?
+    public var portalURL: String?
+    public var interfaceKind: InterfaceKind?
 
     public init(event: Kind, time: Date = Date(), network: String? = nil, command: HotspotCommand? = nil,
                 helper: String? = nil, result: CommandResult? = nil, confidence: Confidence? = nil,
@@ -163,5 +170,15 @@ public struct HotspotEvent: Sendable, Codable, Equatable {
         self.state = state
         self.level = level
         self.message = message
+    }
+}
+
+extension HotspotEvent {
+    /// A `connectivity` event for `verdict` on `network`; `helper` when the check followed its success.
+    public init(connectivity verdict: ConnectivityVerdict, network: String?, helper: String? = nil, time: Date = Date()) {
+        self.init(event: .connectivity, time: time, network: network, helper: helper)
+        self.verdict = verdict.state
+        self.portalURL = verdict.portalURL
+        self.interfaceKind = verdict.interfaceKind
     }
 }

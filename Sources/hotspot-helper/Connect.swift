@@ -9,7 +9,9 @@ struct Connect: AsyncParsableCommand {
             The state machine runs: evaluate goes to every helper, the winner authenticates, \
             and the network is kept --stay seconds with maintain every --maintain-interval. \
             With the same --state-dir, a second run uses the cached helper (no evaluate; \
-            maintain with did_just_join).
+            maintain with did_just_join). With --probe-url, a helper's success is checked by \
+            those probes: a network still captive is reported (a connectivity event and a \
+            warning naming the helper) and ends in failure, retried with backoff.
 
             Exit status: 0 when the network is authenticated at the end, 1 when it is not, \
             2 for usage errors and scripts that fail to load.
@@ -33,8 +35,8 @@ struct Connect: AsyncParsableCommand {
     @OptionGroup var network: NetworkOptions
 
     @Option(name: .customLong("probe-url"),
-            help: ArgumentHelp("A connectivity probe for cmd:probe(), replacing the defaults; repeatable. Open means 204, or 200 saying \"success\".",
-                               valueName: "url"))
+            help: ArgumentHelp("A connectivity probe for cmd:probe() and to check a helper's success, replacing the defaults; repeatable. A URL (open means 204, or 200 saying \"success\"), or a line as `probe --help` shows.",
+                               valueName: "probe"))
     var probeURLs: [String] = []
 
     @Option(help: ArgumentHelp("Venue credentials for cmd:secret: one [helper] section each, mode 0600.", valueName: "file"))
@@ -64,7 +66,7 @@ struct Connect: AsyncParsableCommand {
         guard deadline > 0 else { throw ValidationError("--deadline must be a positive number of seconds") }
         guard maintainInterval > 0 else { throw ValidationError("--maintain-interval must be a positive number of seconds") }
         guard stay >= 0 else { throw ValidationError("--stay must be 0 or more seconds") }
-        try NetworkOptions.validateProbeURLs(probeURLs, flag: "--probe-url")
+        try NetworkOptions.validateProbes(probeURLs, flag: "--probe-url")
     }
 
     func run() async throws {
@@ -82,7 +84,7 @@ struct Connect: AsyncParsableCommand {
         let runtime = HotspotRuntime(
             engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,
             configuration: .init(commandDeadline: .seconds(deadline), maintainInterval: .seconds(maintainInterval),
-                                 secrets: loadedSecrets, caFile: caFile),
+                                 secrets: loadedSecrets, caFile: caFile, verifyAuthentication: !probeURLs.isEmpty),
             events: output.write)
         let joined = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure,
                                          interface: network.interface, resolvers: network.resolvers, probeURLs: probeURLs)

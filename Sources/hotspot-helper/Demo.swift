@@ -73,7 +73,8 @@ struct Demo: AsyncParsableCommand {
         }
         let runtime = HotspotRuntime(
             engine: loaded.engine, helpers: loaded.helpers, persistence: try StateDirectory(path: scratch + "/state"),
-            configuration: .init(commandDeadline: .seconds(10), maintainInterval: .seconds(3600), secrets: DemoVenue.secrets),
+            configuration: .init(commandDeadline: .seconds(10), maintainInterval: .seconds(3600), secrets: DemoVenue.secrets,
+                                 verifyAuthentication: true),
             events: output.write)
         var story = DemoStory(output: output)
 
@@ -116,8 +117,8 @@ struct Demo: AsyncParsableCommand {
     }
 
     func probe(_ network: NetworkDescription) -> ConnectivityVerdict.State {
-        ConnectivityProbe.run(network.probeURLs.map(Probe.init(url:)), binding: NetworkBinding(resolvers: network.resolvers),
-                              timeout: .seconds(3)).state
+        ConnectivityProbe.run(ProbeSet(network.probeURLs.map(Probe.init(url:)), timeout: .seconds(3)),
+                              binding: NetworkBinding(resolvers: network.resolvers)).state
     }
 
     func presentUIAnswers(_ output: EventOutput) throws -> [String: String] {

@@ -23,10 +23,10 @@ struct NetworkOptions: ParsableArguments {
         }
     }
 
-    /// Probe URLs given with `flag` must be http or https.
-    static func validateProbeURLs(_ urls: [String], flag: String) throws {
-        for url in urls where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
-            throw ValidationError("\(flag) \(url) is not an http:// or https:// URL")
+    /// Probes given with `flag` must parse (`Probe.parse`: a URL, or the compact syntax).
+    static func validateProbes(_ specs: [String], flag: String) throws {
+        for spec in specs {
+            if case .failure(let error) = Probe.parse(spec) { throw ValidationError("\(flag) \(spec): \(error.problem)") }
         }
     }
 }
