@@ -33,7 +33,7 @@ let package = Package(
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // `make bench`: the engine measured against the hotspot's runtime goals.
         .executableTarget(
-            name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotRuntime", "PortalSimulator"], swiftSettings: swiftSettings),
+            name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotRuntime", "HotspotNetwork", "PortalSimulator"], swiftSettings: swiftSettings),
         // libcurl's variadic setters and callbacks, which Swift cannot call directly.
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("curl")]),
         // libxml2's tolerant HTML parser and OpenSSL's digests, for the script libraries.

@@ -21,6 +21,10 @@ extension HotspotEvent {
         case .reload:
             fields += [("reason", .string(reason)), ("added", .strings(reload?.added)), ("reloaded", .strings(reload?.reloaded)),
                        ("removed", .strings(reload?.removed)), ("problems", .strings(reload?.problems))]
+        case .connectivity:
+            fields += [("network", .string(network)), ("verdict", .string(verdict?.rawValue)),
+                       ("portal_url", .string(portalURL)), ("interface_kind", .string(interfaceKind?.rawValue)),
+                       ("helper", .string(helper))]
         }
         return "{" + fields.map { "\(JSONScalar.string($0.0).json):\($0.1.json)" }.joined(separator: ",") + "}"
     }
@@ -57,6 +61,12 @@ extension HotspotEvent {
             for problem in summary.problems { line += "\n  " + paint(problem, "31") }
             if !summary.problems.isEmpty { line += "\n  scripts that loaded before keep their last good version" }
             return line
+        case .connectivity:
+            let state = verdict?.rawValue ?? "?"
+            let portal = portalURL.map { " at \($0)" } ?? ""
+            let over = interfaceKind.map { " over \($0.rawValue)" } ?? ""
+            let after = helper.map { " after \($0)'s success" } ?? ""
+            return "\(network)connectivity: \(paint(state, verdict == .connected ? "32" : "33"))\(portal)\(over)\(after)"
         }
     }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+public import HotspotNetwork
 
 /// The six commands of the hotspot-helper model.
 public enum HotspotCommand: String, Sendable, Codable, CaseIterable {
@@ -132,6 +133,8 @@ public struct HotspotEvent: Sendable, Codable, Equatable {
         case log
         /// The last event of a `connect`, and of each run of `dev`.
         case done
+        /// A connectivity verdict: a change the monitor saw, or the check after a helper's success.
+        case connectivity
         /// Scripts were read again (a change on disk, SIGHUP): what changed, and what did
         /// not load (those keep their last good version).
         case reload
@@ -170,6 +173,10 @@ public struct HotspotEvent: Sendable, Codable, Equatable {
     /// For `reload`: why the scripts were read again (`SIGHUP`, `changed on disk`), and what came of it.
     public var reason: String?
     public var reload: ReloadSummary?
+    /// For `connectivity`: the verdict, where to log in, and the kind of the interface.
+    public var verdict: ConnectivityVerdict.State?
+    public var portalURL: String?
+    public var interfaceKind: InterfaceKind?
 
     public init(event: Kind, time: Date = Date(), network: String? = nil, command: HotspotCommand? = nil,
                 helper: String? = nil, result: CommandResult? = nil, confidence: Confidence? = nil,
@@ -192,5 +199,15 @@ public struct HotspotEvent: Sendable, Codable, Equatable {
         self.message = message
         self.reason = reason
         self.reload = reload
+    }
+}
+
+extension HotspotEvent {
+    /// A `connectivity` event for `verdict` on `network`; `helper` when the check followed its success.
+    public init(connectivity verdict: ConnectivityVerdict, network: String?, helper: String? = nil, time: Date = Date()) {
+        self.init(event: .connectivity, time: time, network: network, helper: helper)
+        self.verdict = verdict.state
+        self.portalURL = verdict.portalURL
+        self.interfaceKind = verdict.interfaceKind
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HotspotNetwork
 public import LuaSandbox
 
 /// The hotspot-helper state machine (hotspot-model.md), with venue scripts as helpers.
@@ -26,10 +27,14 @@ public actor HotspotRuntime {
         /// How long before a Captive Portal API session runs out `maintain` comes (at most a
         /// quarter of what remains).
         public var captivePortalRenewalMargin: Duration = .seconds(60)
+        /// After a helper answers `success` to authenticate or present_ui, probe the network
+        /// (its probes, interface and resolvers); still captive means the helper was wrong.
+        public var verifyAuthentication: Bool
 
         public init(commandDeadline: Duration = .seconds(45), presentUIDeadline: Duration? = nil,
                     maintainInterval: Duration = .seconds(300), retryFirstDelay: Duration = .seconds(1),
-                    retryMaximumDelay: Duration = .seconds(600), secrets: Secrets = Secrets(), caFile: String? = nil) {
+                    retryMaximumDelay: Duration = .seconds(600), secrets: Secrets = Secrets(), caFile: String? = nil,
+                    verifyAuthentication: Bool = false) {
             self.commandDeadline = commandDeadline
             self.presentUIDeadline = presentUIDeadline
             self.maintainInterval = maintainInterval
@@ -37,6 +42,7 @@ public actor HotspotRuntime {
             self.retryMaximumDelay = retryMaximumDelay
             self.secrets = secrets
             self.caFile = caFile
+            self.verifyAuthentication = verifyAuthentication
         }
     }
 
@@ -168,6 +174,14 @@ public actor HotspotRuntime {
     private func afterAuthentication(_ ssid: String, _ helper: HelperScript, _ response: HelperResponse) async -> HotspotState {
         switch response.result {
         case .success:
+            if let verdict = await verifiedConnectivity(of: ssid, after: helper), verdict.state == .captive {
+                // A claim the portal contradicts: retried like a temporary failure, nothing remembered.
+                log(ssid, "warn", "helper \(helper.id) claimed success but the network is still captive"
+                    + (verdict.portalURL.map { " at \($0)" } ?? ""), helper: helper.id)
+                transition(ssid, to: .failure, helper: helper.id)
+                scheduleRetry(ssid)
+                return .failure
+            }
             persist(ssid) {
                 $0.chosenHelpers[ssid] = helper.id
                 $0.autoJoinDisabled.remove(ssid)
@@ -191,6 +205,23 @@ public actor HotspotRuntime {
             transition(ssid, to: .failure, helper: helper.id)
             return .failure
         }
+    }
+
+    /// With `verifyAuthentication`, probes the network after `helper`'s success and reports
+    /// the verdict; nil when not verifying.
+    private func verifiedConnectivity(of ssid: String, after helper: HelperScript) async -> ConnectivityVerdict? {
+        guard configuration.verifyAuthentication, let network = sessions[ssid]?.network else { return nil }
+        let probes: ProbeSet
+        switch ProbeSet.parse(network.probeURLs) {
+        case .success(let parsed): probes = parsed
+        case .failure(let error):
+            log(ssid, "warn", "\(helper.id)'s success is not checked: \(error)")
+            return nil
+        }
+        let verdict = await ConnectivityProbe.verdict(of: probes, binding: NetworkBinding(
+            interface: network.interface, resolvers: network.resolvers, caFile: configuration.caFile))
+        emit(HotspotEvent(connectivity: verdict, network: ssid, helper: helper.id))
+        return verdict
     }
 
     private func afterMaintain(_ ssid: String, _ helper: HelperScript, _ response: HelperResponse) async -> HotspotState {
@@ -494,7 +525,7 @@ public actor HotspotRuntime {
         }
     }
 
-    private func log(_ ssid: String, _ level: String, _ message: String) {
-        emit(HotspotEvent(event: .log, network: ssid, level: level, message: message))
+    private func log(_ ssid: String, _ level: String, _ message: String, helper: String? = nil) {
+        emit(HotspotEvent(event: .log, network: ssid, helper: helper, level: level, message: message))
     }
 }

@@ -5,7 +5,8 @@ import Synchronization
 /// The host side of `cmd:http{...}`. Private to the prelude, which passes the command's
 /// context (cookie session, interface, resolvers, the script's `hosts`) that no script
 /// can forge: `http.request(context, options)` answers a response table or `nil, message`;
-/// `http.probe(context)` answers the network's connectivity verdict; `http.capport(context)`
+/// `http.probe(context)` answers the network's connectivity verdict (the probes in the
+/// context's `probes`, in the compact syntax of `Probe.parse`); `http.capport(context)`
 /// answers what the network's RFC 8908 Captive Portal API says (nil without one), or `nil, message`.
 public enum HTTPLibrary {
     static let largestBody = 16 << 20
@@ -27,16 +28,17 @@ public enum HTTPLibrary {
         }),
         ("probe", { (call: borrowing HostCall) throws -> [LuaValue] in
             let context = try call.table(0)
-            let probes = (context["probes"].tableValue?.array ?? []).compactMap(\.stringValue).map(Probe.init(url:))
+            let specs = (context["probes"].tableValue?.array ?? []).compactMap(\.stringValue)
+            let set: ProbeSet
+            switch ProbeSet.parse(specs) {
+            case .success(let parsed): set = parsed
+            case .failure(let error): throw HostError("cmd:probe: \(error)")
+            }
             let deadline = call.deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
             let interruption = call.interruptionCheck
-            let verdict = ConnectivityProbe.run(probes, binding: binding(from: context), deadline: deadline,
+            let verdict = ConnectivityProbe.run(set, binding: binding(from: context), deadline: deadline,
                                                 isCancelled: interruption)
-            var table = LuaTable()
-            table["state"] = .text(verdict.state.rawValue)
-            table["portal_url"] = verdict.portalURL.map(LuaValue.text) ?? nil
-            table["details"] = .table(LuaTable(array: verdict.details.map(LuaValue.text)))
-            return [.table(table)]
+            return [.table(verdictTable(verdict))]
         }),
         ("capport", { (call: borrowing HostCall) throws -> [LuaValue] in
             let context = try call.table(0)
@@ -167,6 +169,17 @@ public enum HTTPLibrary {
             request.maxBody = Int(size)
         }
         return request
+    }
+
+    /// The table `cmd:probe()` answers.
+    static func verdictTable(_ verdict: ConnectivityVerdict) -> LuaTable {
+        var table = LuaTable()
+        table["state"] = .text(verdict.state.rawValue)
+        table["portal_url"] = verdict.portalURL.map(LuaValue.text) ?? nil
+        table["portal_url_source"] = verdict.portalURLSource.map { .text($0.rawValue) } ?? nil
+        table["interface_kind"] = verdict.interfaceKind.map { .text($0.rawValue) } ?? nil
+        table["details"] = .table(LuaTable(array: verdict.details.map(LuaValue.text)))
+        return table
     }
 
     static func responseTable(_ response: HTTPResponse) -> LuaTable {

@@ -22,6 +22,7 @@ struct HotspotBench {
         figures += await measure("Evaluate arbitration") { try await measureArbitration() }
         figures += await measure("Commands per second, runtime") { [try await measureRuntimeThroughput()] }
         figures += await measure("Bound GET") { try await measureScriptHTTP() }
+        figures += await measure("Probe verdict") { try measureProbeVerdict() }
         figures += await measure("connect to authenticated") { try await measureConnectWallTime() }
         figures += await measure("Cold start to first command") { try await measureColdStart() }
         figures += await measure("Hot reload") { try await measureHotReload() }

@@ -9,7 +9,9 @@ struct Connect: AsyncParsableCommand {
             The state machine runs: evaluate goes to every helper, the winner authenticates, \
             and the network is kept --stay seconds with maintain every --maintain-interval. \
             With the same --state-dir, a second run uses the cached helper (no evaluate; \
-            maintain with did_just_join).
+            maintain with did_just_join). With --probe-url, a helper's success is checked by \
+            those probes: a network still captive is reported (a connectivity event and a \
+            warning naming the helper) and ends in failure, retried with backoff.
 
             Exit status: 0 when the network is authenticated at the end, 1 when it is not, \
             2 for usage errors and scripts that fail to load.
@@ -59,6 +61,7 @@ struct Connect: AsyncParsableCommand {
         defer { loaded.engine.shutdown() }
         var configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
+        configuration.verifyAuthentication = !keeping.probeURLs.isEmpty
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let runtime = HotspotRuntime(engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,
                                      configuration: configuration, events: output.write)

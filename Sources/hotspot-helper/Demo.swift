@@ -65,6 +65,7 @@ struct Demo: AsyncParsableCommand {
         var configuration = HotspotRuntime.Configuration(commandDeadline: .seconds(10), maintainInterval: .seconds(3600),
                                                          secrets: DemoVenue.secrets)
         configuration.allowsPlainHTTPCaptivePortalAPI = true  // the simulator's API is plain HTTP
+        configuration.verifyAuthentication = true
         let runtime = HotspotRuntime(
             engine: loaded.engine, helpers: loaded.helpers, persistence: try StateDirectory(path: scratch + "/state"),
             configuration: configuration, events: output.write)
@@ -124,8 +125,8 @@ struct Demo: AsyncParsableCommand {
     }
 
     func probe(_ network: NetworkDescription) -> ConnectivityVerdict.State {
-        ConnectivityProbe.run(network.probeURLs.map(Probe.init(url:)), binding: NetworkBinding(resolvers: network.resolvers),
-                              timeout: .seconds(3)).state
+        ConnectivityProbe.run(ProbeSet(network.probeURLs.map(Probe.init(url:)), timeout: .seconds(3)),
+                              binding: NetworkBinding(resolvers: network.resolvers)).state
     }
 }
 

@@ -60,7 +60,9 @@ struct Dev: AsyncParsableCommand {
         if let scenario, Scenario.named(scenario) == nil {
             throw ValidationError("--scenario \(scenario): no such scenario; the scenarios are \(Scenario.all.map(\.name).joined(separator: ", "))")
         }
-        if let portal { try NetworkOptions.validateProbeURLs([portal], flag: "--portal") }
+        if let portal, !(portal.hasPrefix("http://") || portal.hasPrefix("https://")) {
+            throw ValidationError("--portal \(portal) is not an http:// or https:// URL")
+        }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: script, isDirectory: &isDirectory), !isDirectory.boolValue else {
             throw ValidationError("\(script): no such script file")
@@ -72,6 +74,8 @@ struct Dev: AsyncParsableCommand {
         var configuration = try runtimeOptions.configuration(maintainInterval: .seconds(3600), output: output)
         // The simulated Captive Portal API is plain HTTP on loopback.
         configuration.allowsPlainHTTPCaptivePortalAPI = scenario == "capport"
+        // A helper that claims success while the portal still holds the network is reported.
+        configuration.verifyAuthentication = true
         let answers = try answerOptions.answers()
         let engine = try LoadedHelpers.engine(output: output)
         defer { engine.shutdown() }

@@ -2,29 +2,38 @@ import ArgumentParser
 import Foundation
 import HotspotNetwork
 
-struct ProbeCommand: ParsableCommand {
+struct ProbeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "probe",
         abstract: "Tells whether a network is open, captive or not connected.",
         discussion: """
             The probes run in parallel over --interface (default: the default route's), and the \
             verdict comes as soon as it is certain: connected when --threshold percent of them \
-            pass, captive when a probe was redirected or intercepted (with the portal's URL when \
-            one was given), not_connected otherwise. Without --url, the well-known Apple, Google \
-            and Firefox endpoints are used; a URL of your own passes with 204, or with a 200 \
-            whose body says "success".
+            pass; captive when that can no longer be and a probe was redirected or intercepted \
+            (with the portal's URL when one was given); partial when HTTP probes pass but every \
+            HTTPS probe fails; connected_without_internet when the interface is up with a \
+            carrier (its kind: wifi, ethernet or cellular); not_connected otherwise.
+
+            Without --url, the well-known Apple, Google and Firefox endpoints are used. A probe \
+            is a line: [METHOD] URL [+Name:value]... [EXPECTATION], the expectation one of \
+            status=CODE, contains=TEXT, equals=TEXT, matches=REGEX (POSIX extended) or \
+            header=Name:value; a bare URL passes with 204 when it ends in generate_204, else \
+            with a 200 whose body says "success".
 
             Example:
               hotspot-helper probe --interface wlan0
               hotspot-helper probe --url http://127.0.0.1:8080/generate_204
+              hotspot-helper probe --url 'http://nmcheck.gnome.org/check_network_status.txt header=X-NetworkManager-Status:online'
+              hotspot-helper probe --watch --interval 30 --json
 
-            Exit status: 0 when connected, 1 when captive or not connected, 2 for usage errors.
+            Exit status: 0 when connected, 1 otherwise, 2 for usage errors. With --watch, a \
+            line for every change until interrupted.
             """)
 
     @OptionGroup var network: NetworkOptions
 
-    @Option(name: .customLong("url"), help: ArgumentHelp("A probe URL, replacing the defaults; repeatable.", valueName: "url"))
-    var urls: [String] = []
+    @Option(name: .customLong("url"), help: ArgumentHelp("A probe (a URL, or the line above), replacing the defaults; repeatable.", valueName: "probe"))
+    var probes: [String] = []
 
     @Option(help: ArgumentHelp("The percentage of probes that must pass.", valueName: "percent"))
     var threshold = 75.0
@@ -32,28 +41,52 @@ struct ProbeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds each probe may take.", valueName: "seconds"))
     var timeout = 5.0
 
+    @Flag(help: "Keep checking, and print every change of the verdict.")
+    var watch = false
+
+    @Option(help: ArgumentHelp("Seconds between checks with --watch (sooner after connectivity is lost).", valueName: "seconds"))
+    var interval = 10.0
+
     @Flag(help: "Print the verdict as one JSON object.")
     var json = false
 
     func validate() throws {
-        try NetworkOptions.validateProbeURLs(urls, flag: "--url")
+        try NetworkOptions.validateProbes(probes, flag: "--url")
         guard (1...100).contains(threshold) else { throw ValidationError("--threshold must be a percentage from 1 to 100") }
         guard timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
+        guard interval > 0 else { throw ValidationError("--interval must be a positive number of seconds") }
     }
 
-    func run() throws {
-        let verdict = ConnectivityProbe.run(urls.map(Probe.init(url:)),
-                                            binding: NetworkBinding(interface: network.interface, resolvers: network.resolvers),
-                                            threshold: threshold / 100, timeout: .milliseconds(Int64(timeout * 1000)))
-        if json {
-            let object: [String: Any] = ["state": verdict.state.rawValue, "portal_url": verdict.portalURL ?? NSNull(),
-                                         "details": verdict.details]
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-            print(String(decoding: data, as: UTF8.self))
-        } else {
-            print(verdict.state.rawValue + (verdict.portalURL.map { ": the portal is at \($0)" } ?? ""))
-            verdict.details.forEach { print("  \($0)") }
+    func run() async throws {
+        let set = try ProbeSet.parse(probes, threshold: threshold / 100, timeout: .milliseconds(Int64(timeout * 1000))).get()
+        let binding = NetworkBinding(interface: network.interface, resolvers: network.resolvers)
+        if watch {
+            let monitor = ConnectivityMonitor(binding: binding, settings: .init(probes: set, interval: .milliseconds(Int64(interval * 1000))))
+            for await verdict in monitor.changes() { try show(verdict) }
+            return
         }
+        let verdict = await ConnectivityProbe.verdict(of: set, binding: binding)
+        try show(verdict)
         if verdict.state != .connected { throw ExitCode(1) }
+    }
+
+    func show(_ verdict: ConnectivityVerdict) throws {
+        var text: String
+        if json {
+            let object: [String: Any] = [
+                "state": verdict.state.rawValue, "portal_url": verdict.portalURL ?? NSNull(),
+                "portal_url_source": verdict.portalURLSource?.rawValue ?? NSNull(),
+                "interface_kind": verdict.interfaceKind?.rawValue ?? NSNull(), "details": verdict.details,
+            ]
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            text = String(decoding: data, as: UTF8.self)
+        } else {
+            text = verdict.state.rawValue
+            if verdict.state == .connectedWithoutInternet, let kind = verdict.interfaceKind { text += " over \(kind.rawValue)" }
+            if let portal = verdict.portalURL { text += ": the portal is at \(portal)" }
+            text += verdict.details.map { "\n  \($0)" }.joined()
+        }
+        // Written at once, so a reader of --watch sees each verdict as it comes.
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 }

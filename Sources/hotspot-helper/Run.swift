@@ -78,6 +78,7 @@ struct Run: AsyncParsableCommand {
         let output = EventOutput(json: json)
         var configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
+        configuration.verifyAuthentication = !keeping.probeURLs.isEmpty
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let engine = try LoadedHelpers.engine(output: output)
         defer { engine.shutdown() }

@@ -33,10 +33,10 @@ struct NetworkOptions: ParsableArguments {
         }
     }
 
-    /// Probe URLs given with `flag` must be http or https.
-    static func validateProbeURLs(_ urls: [String], flag: String) throws {
-        for url in urls where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
-            throw ValidationError("\(flag) \(url) is not an http:// or https:// URL")
+    /// Probes given with `flag` must parse (`Probe.parse`: a URL, or the compact syntax).
+    static func validateProbes(_ specs: [String], flag: String) throws {
+        for spec in specs {
+            if case .failure(let error) = Probe.parse(spec) { throw ValidationError("\(flag) \(spec): \(error.problem)") }
         }
     }
 }
@@ -66,8 +66,8 @@ struct RuntimeOptions: ParsableArguments {
 /// How a joined network is kept: the options `connect` and `run` share.
 struct KeepingOptions: ParsableArguments {
     @Option(name: .customLong("probe-url"),
-            help: ArgumentHelp("A connectivity probe for cmd:probe(), replacing the defaults; repeatable. Open means 204, or 200 saying \"success\".",
-                               valueName: "url"))
+            help: ArgumentHelp("A connectivity probe for cmd:probe() and to check a helper's success, replacing the defaults; repeatable. A URL (open means 204, or 200 saying \"success\"), or a line as `probe --help` shows.",
+                               valueName: "probe"))
     var probeURLs: [String] = []
 
     @Option(name: .customLong("maintain-interval"), help: ArgumentHelp("Seconds between maintain commands.", valueName: "seconds"))
@@ -75,7 +75,7 @@ struct KeepingOptions: ParsableArguments {
 
     func validate() throws {
         guard maintainInterval > 0 else { throw ValidationError("--maintain-interval must be a positive number of seconds") }
-        try NetworkOptions.validateProbeURLs(probeURLs, flag: "--probe-url")
+        try NetworkOptions.validateProbes(probeURLs, flag: "--probe-url")
     }
 }
 

@@ -44,10 +44,39 @@ struct ProbeTests {
         #expect(open.events.first?["state"] as? String == "connected")
     }
 
-    @Test func nothingAnsweringIsNotConnected() async throws {
-        let run = try await CLI.run(["probe", "--url", "http://127.0.0.1:1/generate_204", "--json"])
+    @Test func watchPrintsEveryChange() async throws {
+        let simulator = try await onOwnThread { try SimulatorProcess(scenario: "click-through") }
+        let (process, output, _) = try CLI.start(["probe", "--url", simulator.url + "generate_204", "--watch", "--interval", "0.2", "--json"])
+        defer { process.terminate() }
+        let seen = try await onOwnThread {
+            var text = ""
+            var loggedIn = false
+            while !text.contains(#""state":"connected""#) {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+                if !loggedIn, text.contains(#""state":"captive""#) {
+                    let curl = Process()
+                    curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+                    curl.arguments = ["-s", "-o", "/dev/null", "-d", "accept_terms=yes", simulator.url + "login"]
+                    try curl.run()
+                    curl.waitUntilExit()
+                    loggedIn = true
+                }
+            }
+            return text
+        }
+        let states = seen.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }.compactMap { $0["state"] as? String }
+        #expect(states == ["determining", "captive", "connected"])
+    }
+
+    @Test func nothingAnsweringOverALinkThatIsUpIsConnectedWithoutInternet() async throws {
+        let run = try await CLI.run(["probe", "--interface", "lo", "--url", "http://127.0.0.1:1/generate_204", "--json"])
         #expect(run.status == 1)
-        #expect(run.events.first?["state"] as? String == "not_connected")
+        #expect(run.events.first?["state"] as? String == "connected_without_internet")
+        #expect(run.events.first?["interface_kind"] as? String == "ethernet")
         let details = run.events.first?["details"] as? [String] ?? []
         #expect(details.first?.contains("connect: 127.0.0.1: Connection refused") == true)
     }
@@ -55,7 +84,10 @@ struct ProbeTests {
     @Test func usageErrors() async throws {
         let run = try await CLI.run(["probe", "--url", "ftp://example.org/"])
         #expect(run.status == 2)
-        #expect(run.errors.contains("--url ftp://example.org/ is not an http:// or https:// URL"))
+        #expect(run.errors.contains("--url ftp://example.org/: 'ftp://example.org/' is not an http:// or https:// URL with a host"))
+        let expectation = try await CLI.run(["probe", "--url", "http://127.0.0.1/ matches=(open"])
+        #expect(expectation.status == 2)
+        #expect(expectation.errors.contains("--url http://127.0.0.1/ matches=(open: matches=(open: "))
         let interface = try await CLI.run(["probe", "--interface", "no-such-if0"])
         #expect(interface.status == 2)
         #expect(interface.errors.contains("no such network interface"))

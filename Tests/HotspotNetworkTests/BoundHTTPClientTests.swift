@@ -187,10 +187,7 @@ struct BoundHTTPClientTests {
     }
 
     @Test func tlsWithATestCA() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hh-tls-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try await onOwnThread { try TestTLSServer(directory: directory) }
+        let server = try await TestTLSServer.start()
         defer { server.stop() }
         let url = "https://localhost:\(server.port)/"
         let response = try await onOwnThread { [self] in

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import Synchronization
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,15 +14,19 @@ final class TestHTTPServer: Sendable {
     let port: Int
     private let task: Task<Void, any Error>
     private let log: HostLog
+    /// Whether `/probe/switch` is open (204) or behind a portal (302), and when it was asked.
+    let probeSwitch: ProbeSwitch
 
     /// The `Host` of every request received, in order.
     var hostsReached: [String] { log.hosts.withLock { $0 } }
 
     static func start() async throws -> TestHTTPServer {
         let log = HostLog()
+        let probeSwitch = ProbeSwitch()
         let router = Router()
         router.middlewares.add(HostRecorder(log: log))
         addRoutes(to: router)
+        addProbeRoutes(to: router, probeSwitch: probeSwitch)
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: "test-server")
         logger.logLevel = .critical
@@ -32,13 +37,14 @@ final class TestHTTPServer: Sendable {
             logger: logger)
         let task = Task { try await app.runService(gracefulShutdownSignals: []) }
         var iterator = ports.makeAsyncIterator()
-        return TestHTTPServer(port: await iterator.next() ?? 0, task: task, log: log)
+        return TestHTTPServer(port: await iterator.next() ?? 0, task: task, log: log, probeSwitch: probeSwitch)
     }
 
-    private init(port: Int, task: Task<Void, any Error>, log: HostLog) {
+    private init(port: Int, task: Task<Void, any Error>, log: HostLog, probeSwitch: ProbeSwitch) {
         self.port = port
         self.task = task
         self.log = log
+        self.probeSwitch = probeSwitch
     }
 
     func stop() { task.cancel() }
@@ -102,6 +108,27 @@ final class TestHTTPServer: Sendable {
         }
     }
 
+    /// What connectivity probes meet: open endpoints, portals, and one that can switch.
+    private static func addProbeRoutes(to router: Router<BasicRequestContext>, probeSwitch: ProbeSwitch) {
+        router.get("/probe/generate_204") { _, _ in Response(status: .noContent) }
+        router.get("/probe/success") { _, _ in "success\n" }
+        router.get("/probe/portal") { _, _ in Response(status: .found, headers: [.location: "/login?from=probe"]) }
+        router.get("/probe/page") { _, _ in "<html><form action=/login>Accept the terms</form></html>" }
+        router.get("/probe/511") { _, _ in Response(status: .networkAuthenticationRequired) }
+        router.get("/probe/missing") { _, _ in Response(status: .notFound) }
+        router.get("/probe/nm") { _, _ in
+            Response(status: .ok, headers: [.init("X-NetworkManager-Status")!: "online"], body: .init(byteBuffer: ByteBuffer(string: "NetworkManager is online\n")))
+        }
+        router.get("/probe/slow/:ms") { _, context in
+            try await Task.sleep(for: .milliseconds(try context.parameters.require("ms", as: Int.self)))
+            return Response(status: .noContent)
+        }
+        router.get("/probe/switch") { _, _ in
+            probeSwitch.asked.withLock { $0.append(.now) }
+            return probeSwitch.isOpen.withLock { $0 } ? Response(status: .noContent) : Response(status: .found, headers: [.location: "/login"])
+        }
+    }
+
     private static func redirect(_ request: Request, _ context: BasicRequestContext) throws -> Response {
         let code = try context.parameters.require("code", as: Int.self)
         let target = request.uri.queryParameters["to"].map(String.init) ?? "/hello"
@@ -111,6 +138,19 @@ final class TestHTTPServer: Sendable {
 
 final class HostLog: Sendable {
     let hosts = Mutex<[String]>([])
+}
+
+final class ProbeSwitch: Sendable {
+    let isOpen = Mutex(true)
+    let asked = Mutex<[ContinuousClock.Instant]>([])
+}
+
+/// A TCP socket on loopback that listens and never accepts: the kernel completes the
+/// handshake, takes the request, and no answer ever comes. Close it when done.
+func silentListener() -> (socket: Int32, port: Int) {
+    let listener = loopbackSocket(SOCK_STREAM)
+    listen(listener.socket, 16)
+    return listener
 }
 
 private struct HostRecorder: RouterMiddleware {
@@ -230,5 +270,15 @@ final class TestTLSServer: Sendable {
         try process.run()
     }
 
-    func stop() { process.terminate() }
+    /// A server with its certificates in a new temporary directory, which `stop()` removes.
+    static func start() async throws -> TestTLSServer {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hh-tls-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return try await onOwnThread { try TestTLSServer(directory: directory) }
+    }
+
+    func stop() {
+        process.terminate()
+        try? FileManager.default.removeItem(atPath: (caFile as NSString).deletingLastPathComponent)
+    }
 }

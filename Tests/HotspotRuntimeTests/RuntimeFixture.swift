@@ -1,6 +1,8 @@
 import Foundation
 import LuaSandbox
 import Synchronization
+// `eventually` for every suite of this target.
+@_exported import TestSupport
 @testable import HotspotRuntime
 
 /// Collects a runtime's events.
@@ -83,12 +85,3 @@ func venue(_ name: String, confidence: String = "none", delay: Double = 0, evalu
 }
 
 let guest = NetworkDescription(ssid: "Venue-Guest", bssid: "02:00:00:00:00:01", signalStrength: 0.8)
-
-/// Waits until `condition` holds, checking every 20 ms, for at most `limit`; the caller's
-/// expectations then say what is wrong if it never did.
-func eventually(within limit: Duration = .seconds(10), _ condition: () async -> Bool) async throws {
-    let end = ContinuousClock.now + limit
-    while !(await condition()), ContinuousClock.now < end {
-        try await Task.sleep(for: .milliseconds(20))
-    }
-}

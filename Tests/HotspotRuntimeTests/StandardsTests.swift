@@ -64,7 +64,7 @@ struct StandardsTests {
 
     static func probe(_ network: NetworkDescription) async throws -> ConnectivityVerdict.State {
         try await onOwnThread {
-            ConnectivityProbe.run(network.probeURLs.map(Probe.init(url:)), binding: NetworkBinding(), timeout: .seconds(3)).state
+            ConnectivityProbe.run(ProbeSet(network.probeURLs.map(Probe.init(url:)), timeout: .seconds(3)), binding: NetworkBinding()).state
         }
     }
 

@@ -63,9 +63,11 @@ function Response:deliver() end
 ---@field max_body? integer bytes after decompression (default 1048576)
 
 ---@class ProbeVerdict
----@field state "connected"|"captive"|"not_connected"
----@field portal_url? string
----@field details string[]
+---@field state "connected"|"captive"|"partial"|"connected_without_internet"|"not_connected"|"determining"
+---@field portal_url? string where to log in, when captive
+---@field portal_url_source? "location"|"wispr"|"capport"
+---@field interface_kind? "wifi"|"ethernet"|"cellular"
+---@field details string[] one line per probe that answered
 
 ---What a handler receives.
 ---@class Command
@@ -87,7 +89,7 @@ function Command:create_response(result) end
 ---@return string? problem
 function Command:http(options) end
 
----The network's connectivity verdict.
+---The network's connectivity verdict, as soon as it is certain.
 ---@return ProbeVerdict
 function Command:probe() end
 

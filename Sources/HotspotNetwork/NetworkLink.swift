@@ -1,0 +1,72 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What kind of link an interface is, as a `connected_without_internet` verdict names it.
+public enum InterfaceKind: String, Sendable, Codable {
+    case wifi, ethernet, cellular
+}
+
+/// What the kernel says about the device's links: which interface the default route
+/// leaves by, whether an interface is up with a carrier, and what kind it is. Reads
+/// sysfs and procfs; the paths are parameters so tests can give their own.
+public struct NetworkLink: Sendable {
+    public var classDirectory: String
+    public var routeTable: String
+
+    public init(classDirectory: String = "/sys/class/net", routeTable: String = "/proc/net/route") {
+        self.classDirectory = classDirectory
+        self.routeTable = routeTable
+    }
+
+    public static let system = NetworkLink()
+
+    /// IFF_UP of <net/if.h>.
+    static let interfaceUpFlag = 0x1
+
+    /// `wireless` directory or `DEVTYPE=wlan` means Wi-Fi, `DEVTYPE=wwan` cellular; anything
+    /// else (wired, virtual, loopback) counts as ethernet.
+    public func kind(of interface: String) -> InterfaceKind {
+        let directory = classDirectory + "/" + interface
+        let deviceType = Self.contents(of: directory + "/uevent")?.split(separator: "\n")
+            .first { $0.hasPrefix("DEVTYPE=") }?.dropFirst("DEVTYPE=".count)
+        if deviceType == "wlan" || access(directory + "/wireless", F_OK) == 0 { return .wifi }
+        if deviceType == "wwan" { return .cellular }
+        return .ethernet
+    }
+
+    /// Administratively up (IFF_UP) with a carrier. The kernel refuses to read `carrier`
+    /// of an interface that is down.
+    public func isUp(_ interface: String) -> Bool {
+        let directory = classDirectory + "/" + interface
+        guard let flags = Self.contents(of: directory + "/flags").flatMap({ Int($0.trimmingWhitespace().dropFirst(2), radix: 16) }),
+              flags & Self.interfaceUpFlag != 0 else { return false }
+        return Self.contents(of: directory + "/carrier")?.trimmingWhitespace() == "1"
+    }
+
+    /// The interface of the IPv4 default route, if there is one.
+    public func defaultRouteInterface() -> String? {
+        guard let table = Self.contents(of: routeTable) else { return nil }
+        for line in table.split(separator: "\n").dropFirst() {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            if fields.count > 2, fields[1] == "00000000" { return String(fields[0]) }
+        }
+        return nil
+    }
+
+    /// A small text file, whole; nil when it cannot be read.
+    static func contents(of path: String) -> String? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 1 << 20 {
+            let count = Glibc.read(descriptor, &buffer, buffer.count)
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return count == 0 ? String(decoding: bytes, as: UTF8.self) : nil }
+            bytes += buffer[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,32 @@
+public import HotspotNetwork
+
+extension HotspotRuntime {
+    /// Watches the connectivity of a joined network over its interface and resolvers, with
+    /// its probes (`probeURLs`, or `settings.probes` when it has none). Every change (the
+    /// first `determining` included) is reported as a `connectivity` event and yielded;
+    /// `monitor.recheck()` checks at once. Watching stops when the stream is dropped.
+    public nonisolated func watchConnectivity(of network: NetworkDescription,
+                                              settings: ConnectivityMonitor.Settings = .init()) throws(ProbeSpecError)
+        -> (monitor: ConnectivityMonitor, changes: AsyncStream<ConnectivityVerdict>) {
+        var settings = settings
+        if !network.probeURLs.isEmpty {
+            settings.probes.probes = try ProbeSet.parse(network.probeURLs).get().probes
+        }
+        let monitor = ConnectivityMonitor(
+            binding: NetworkBinding(interface: network.interface, resolvers: network.resolvers, caFile: configuration.caFile),
+            settings: settings)
+        let emit = self.emit
+        let ssid = network.ssid
+        let changes = AsyncStream<ConnectivityVerdict> { continuation in
+            let task = Task {
+                for await verdict in monitor.changes() {
+                    emit(HotspotEvent(connectivity: verdict, network: ssid))
+                    continuation.yield(verdict)
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+        return (monitor, changes)
+    }
+}

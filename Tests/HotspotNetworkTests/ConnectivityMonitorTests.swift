@@ -1,0 +1,73 @@
+import HotspotNetwork
+import Synchronization
+import Testing
+import TestSupport
+
+@Suite("Connectivity monitor")
+struct ConnectivityMonitorTests {
+    /// The states a monitor reported, collected while a test runs.
+    final class Seen: Sendable {
+        let states = Mutex<[ConnectivityVerdict.State]>([])
+        var all: [ConnectivityVerdict.State] { states.withLock { $0 } }
+
+        func collect(_ monitor: ConnectivityMonitor) -> Task<Void, Never> {
+            Task { for await verdict in monitor.changes() { states.withLock { $0.append(verdict.state) } } }
+        }
+    }
+
+    func monitor(_ server: TestHTTPServer, interval: Duration, onlyWhileNotConnected: Bool = false) -> ConnectivityMonitor {
+        let probe = Probe(url: "http://127.0.0.1:\(server.port)/probe/switch", expectation: .status(204))
+        return ConnectivityMonitor(binding: NetworkBinding(), settings: .init(
+            probes: ProbeSet([probe]), interval: interval, onlyWhileNotConnected: onlyWhileNotConnected,
+            firstBackoff: .milliseconds(100), settleDelay: .milliseconds(10)))
+    }
+
+    @Test func changesAreReportedAndALossIsRecheckedWithBackoff() async throws {
+        let server = try await TestHTTPServer.start()
+        defer { server.stop() }
+        let monitor = monitor(server, interval: .seconds(60))
+        let seen = Seen()
+        let watching = seen.collect(monitor)
+        defer { watching.cancel() }
+        try await eventually { seen.all == [.determining, .connected] }
+        #expect(seen.all == [.determining, .connected])
+
+        server.probeSwitch.isOpen.withLock { $0 = false }
+        let before = server.probeSwitch.asked.withLock { $0.count }
+        monitor.recheck()
+        try await eventually { seen.all.last == .captive }
+        #expect(seen.all == [.determining, .connected, .captive])
+        // Without the backoff, the next check would come after the 60 s interval.
+        try await eventually { server.probeSwitch.asked.withLock { $0.count } >= before + 4 }
+        let asked = server.probeSwitch.asked.withLock { Array($0[before...]) }
+        #expect(asked.count >= 4)
+        let gaps = zip(asked.dropFirst(), asked).map { $0.0 - $0.1 }
+        #expect(gaps.count >= 3 && gaps[1] > gaps[0] && gaps[2] > gaps[1], "\(gaps)")
+        #expect(seen.all.count == 3)  // the same verdict again is no change
+
+        server.probeSwitch.isOpen.withLock { $0 = true }
+        try await eventually { seen.all.last == .connected }
+        #expect(seen.all == [.determining, .connected, .captive, .connected])
+    }
+
+    @Test func pollingOnlyWhileNotConnected() async throws {
+        let server = try await TestHTTPServer.start()
+        defer { server.stop() }
+        server.probeSwitch.isOpen.withLock { $0 = false }
+        let monitor = monitor(server, interval: .milliseconds(100), onlyWhileNotConnected: true)
+        let seen = Seen()
+        let watching = seen.collect(monitor)
+        defer { watching.cancel() }
+        try await eventually { server.probeSwitch.asked.withLock { $0.count } >= 3 }
+        #expect(seen.all == [.determining, .captive])
+
+        server.probeSwitch.isOpen.withLock { $0 = true }
+        try await eventually { seen.all.last == .connected }
+        let settled = server.probeSwitch.asked.withLock { $0.count }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(server.probeSwitch.asked.withLock { $0.count } == settled)
+        monitor.recheck()
+        try await eventually { server.probeSwitch.asked.withLock { $0.count } > settled }
+        #expect(server.probeSwitch.asked.withLock { $0.count } == settled + 1)
+    }
+}
