@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+public import HotspotNetwork
 
 /// `hotspot-helper run`: the runtime kept going on a device. It joins the networks its
 /// sources describe, leaves and joins them again as their links go down and up, reloads
@@ -41,15 +42,22 @@ public actor HotspotDaemon {
     private let networks: [NetworkDescription]
     private let emit: @Sendable (HotspotEvent) -> Void
     private let linkCheckInterval: Duration
+    private let connectivity: ConnectivityMonitor.Settings?
     private var linkWatch: Task<Void, Never>?
+    private var connectivityWatches: [Task<Void, Never>] = []
 
-    /// - Parameter networks: one per source, with its interface, resolvers and probes.
+    /// - Parameters:
+    ///   - networks: one per source, with its interface, resolvers and probes.
+    ///   - connectivity: how each network's connectivity is polled (nil: it is not); a
+    ///     network that turns captive while authenticated gets `maintain` at once.
     public init(runtime: HotspotRuntime, catalog: HelperCatalog, networks: [NetworkDescription],
-                linkCheckInterval: Duration = .seconds(2), events: @escaping @Sendable (HotspotEvent) -> Void) {
+                linkCheckInterval: Duration = .seconds(2), connectivity: ConnectivityMonitor.Settings? = nil,
+                events: @escaping @Sendable (HotspotEvent) -> Void) {
         self.runtime = runtime
         self.catalog = catalog
         self.networks = networks
         self.linkCheckInterval = linkCheckInterval
+        self.connectivity = connectivity
         self.emit = events
     }
 
@@ -70,6 +78,7 @@ public actor HotspotDaemon {
             }
         }
         watchLinks(initially: up)
+        if let connectivity { networks.forEach { watchConnectivity(of: $0, settings: connectivity) } }
     }
 
     /// Reads the scripts again and puts what loaded in place; reports it as a `reload` event.
@@ -84,6 +93,7 @@ public actor HotspotDaemon {
     /// Stops watching links and every timer; state already on disk stays as it is.
     public func stop() async {
         linkWatch?.cancel()
+        connectivityWatches.forEach { $0.cancel() }
         await runtime.stopTimers()
     }
 
@@ -139,6 +149,28 @@ public actor HotspotDaemon {
         emit(HotspotEvent(event: .log, network: request.network, helper: id, level: "info",
                           message: "\(enabled ? "enabled" : "disabled")\(scope) by the user"))
         return ControlReply(ok: true, message: "\(id) is \(enabled ? "enabled" : "disabled")\(scope)")
+    }
+
+    // MARK: connectivity
+
+    /// The portal took the network back (a session that ran out, a portal restarted): the
+    /// helper's `maintain` runs now rather than at its next timer, and logs in again.
+    private func watchConnectivity(of network: NetworkDescription, settings: ConnectivityMonitor.Settings) {
+        let changes: AsyncStream<ConnectivityVerdict>
+        do {
+            changes = try runtime.watchConnectivity(of: network, settings: settings).changes
+        } catch {
+            emit(HotspotEvent(event: .log, network: network.ssid, level: "error", message: "cannot watch connectivity: \(error)"))
+            return
+        }
+        let runtime = runtime, emit = emit, ssid = network.ssid
+        connectivityWatches.append(Task {
+            for await verdict in changes where verdict.state == .captive {
+                guard await runtime.state(of: ssid) == .authenticated else { continue }
+                emit(HotspotEvent(event: .log, network: ssid, level: "info", message: "\(ssid) is captive again: maintaining now"))
+                await runtime.maintain(ssid)
+            }
+        })
     }
 
     // MARK: links

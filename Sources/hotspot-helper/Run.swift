@@ -49,6 +49,11 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup var captivePortalAPI: CaptivePortalAPIOptions
 
+    @Option(name: .customLong("probe-interval"),
+            help: ArgumentHelp("Seconds between connectivity checks of each network (0: none); a network captive again is maintained at once.",
+                               valueName: "seconds"))
+    var probeInterval = 10.0
+
     @Flag(help: "Reload the scripts whenever one is saved, added or removed.")
     var watch = false
 
@@ -56,6 +61,7 @@ struct Run: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        guard probeInterval >= 0 else { throw ValidationError("--probe-interval must be 0 or more seconds") }
         guard !sourceTexts.isEmpty else {
             throw ValidationError("give at least one --source interface:IFACE:SSID, such as --source interface:wlan0:Aroma-Guest")
         }
@@ -98,7 +104,9 @@ struct Run: AsyncParsableCommand {
             return NetworkDescription(ssid: source.ssid, interface: source.interface, resolvers: resolverOptions.resolvers,
                                       probeURLs: keeping.probeURLs, captivePortalAPI: api.uri)
         }
-        let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, networks: networks, events: output.write)
+        let connectivity = probeInterval > 0 ? ConnectivityMonitor.Settings(interval: .milliseconds(Int64(probeInterval * 1000))) : nil
+        let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, networks: networks, connectivity: connectivity,
+                                   events: output.write)
         output.write(HotspotEvent(event: .reload, reason: "started", reload: HotspotEvent.ReloadSummary(firstLoad)))
 
         let control: ControlServer

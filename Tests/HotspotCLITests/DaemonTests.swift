@@ -16,8 +16,9 @@ struct DaemonTests {
         let state: String
         let ssid: String
 
-        init(_ scenario: Scenario, script: String, ssid: String, portalHost: String) async throws {
-            var settings = ScenarioSettings()
+        init(_ scenario: Scenario, script: String, ssid: String, portalHost: String,
+             settings: ScenarioSettings = ScenarioSettings()) async throws {
+            var settings = settings
             settings.portalHost = portalHost
             portal = try await SimulatedPortal.start(scenario, settings: settings, dnsPort: 0)
             scripts = try CLI.temporaryDirectory()
@@ -175,6 +176,25 @@ struct DaemonTests {
         let second = try await CLI.run(venue.arguments())
         #expect(second.status == 2)
         #expect(second.errors.contains("another hotspot-helper daemon answers on"))
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
+    /// A session that runs out between two maintains: the connectivity poll sees the portal
+    /// again and the daemon maintains at once, which logs in again.
+    @Test func aNetworkCaptiveAgainIsMaintainedAtOnce() async throws {
+        var settings = ScenarioSettings()
+        settings.portalHost = "guest.grandhotel.example"
+        settings.sessionLength = .seconds(1)
+        let venue = try await Venue(.sessionExpiry, script: "hotel.lua", ssid: "Grand-Hotel", portalHost: "guest.grandhotel.example",
+                                    settings: settings)
+        defer { Task { await venue.portal.stop() } }
+        let daemon = try RunningCLI(venue.arguments(["--probe-interval", "0.3"]))
+        try await daemon.waitForEvent(Self.isState("authenticated", "Grand-Hotel"))
+        try await daemon.waitForEvent { ($0["message"] as? String)?.contains("Grand-Hotel is captive again: maintaining now") == true }
+        try await daemon.waitForEvent(count: 2, Self.isState("authenticated", "Grand-Hotel"))
+        let connectivity = daemon.events.filter { $0["event"] as? String == "connectivity" }.compactMap { $0["verdict"] as? String }
+        #expect(connectivity.contains("captive"))
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }
