@@ -50,8 +50,13 @@ struct DevRun {
     }
 
     /// The messages the script logged, as `level: message`.
-    var logs: [String] {
-        events.filter { $0["event"] as? String == "log" }.map { "\($0["level"] ?? ""): \($0["message"] ?? "")" }
+    var logs: [String] { logLines { $0["helper"] is String } }
+
+    /// The runtime's own log lines (they name no helper), as `level: message`.
+    var runtimeLogs: [String] { logLines { !($0["helper"] is String) } }
+
+    private func logLines(where matches: ([String: Any]) -> Bool) -> [String] {
+        events.filter { $0["event"] as? String == "log" && matches($0) }.map { "\($0["level"] ?? ""): \($0["message"] ?? "")" }
     }
 
     var done: [String: Any]? { events.last { $0["event"] as? String == "done" } }
@@ -137,7 +142,7 @@ struct ScenarioTests {
                 let logs = run.logs
                 try #require(logs.count == 3, run.transcript)
                 #expect(logs[0].hasPrefix("info: logged in; ") && logs[0].hasSuffix(" s remaining"))
-                // A 30 s session is less than the 300 s until the next maintain: extended at once.
+                // A 30 s session is within the 60 s before its end when maintain extends it.
                 #expect(logs[1].hasPrefix("info: ") && logs[1].hasSuffix(" s remaining: extending the session"))
                 #expect(logs[2].hasPrefix("info: extended: ") && logs[2].hasSuffix(" s remaining"))
             }),
@@ -169,6 +174,7 @@ struct ScenarioTests {
         #expect(done["state"] as? String == "authenticated")
         #expect(done["helper"] as? String == scenario.helper)
         #expect(done["network"] as? String == scenario.ssid)
+        #expect(!run.runtimeLogs.contains { $0.hasPrefix("warn: ") }, run.transcript)
         try scenario.proves(run)
     }
 
