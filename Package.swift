@@ -81,7 +81,10 @@ let package = Package(
             name: "PortalSimulatorTests",
             dependencies: ["PortalSimulator", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
-        .testTarget(name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "TestSupport"], swiftSettings: swiftSettings),
+        // Scenarios/ holds the venue scripts of the scenario tests.
+        .testTarget(
+            name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "TestSupport"], exclude: ["Scenarios"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
     ]
 )

@@ -19,6 +19,8 @@ extension HotspotRuntime {
                 })
             }
         }
+        // A logoff or a leave while the API was read: its answer no longer describes the login.
+        if Task.isCancelled { return interval }
         let status: CaptivePortalStatus
         switch fetched {
         case .failure(let failure):

@@ -88,7 +88,10 @@ struct Dev: AsyncParsableCommand {
         let first = await catalog.refresh()
         output.write(HotspotEvent(event: .reload, reason: "started", reload: HotspotEvent.ReloadSummary(first)))
         if once {
-            guard let helper = await catalog.helpers.first else { throw ExitCode(2) }
+            guard let helper = await catalog.helpers.first else {
+                LoadedHelpers.report(first.problems, output: output)
+                throw ExitCode(2)
+            }
             let state = try await session.run(helper)
             await session.stop()
             if state != .authenticated { throw ExitCode(1) }

@@ -90,11 +90,16 @@ struct LoadedHelpers {
         let (helpers, problems) = await HotspotRuntime.loadHelpers(at: path, into: engine)
         guard problems.isEmpty else {
             engine.shutdown()
-            problems.forEach { output.fail($0.description) }
-            output.fail("fix the script\(problems.count == 1 ? "" : "s") above; `hotspot-helper check` lists every problem")
+            report(problems, output: output)
             throw ExitCode(2)
         }
         return LoadedHelpers(engine: engine, helpers: helpers)
+    }
+
+    /// Says on standard error where each script that does not load went wrong.
+    static func report(_ problems: [ScriptProblem], output: EventOutput) {
+        problems.forEach { output.fail($0.description) }
+        output.fail("fix the script\(problems.count == 1 ? "" : "s") above; `hotspot-helper check` lists every problem")
     }
 
     /// The script engine's workers, or exit 2 saying why they did not start.

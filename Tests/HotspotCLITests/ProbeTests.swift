@@ -6,22 +6,37 @@ import TestSupport
 final class SimulatorProcess: Sendable {
     let process: Process
     let url: String
+    /// `ADDRESS:PORT` of its DNS responder, when started with one.
+    let dns: String?
+    private let errors: Pipe
 
-    init(scenario: String) throws {
-        let (process, output, _) = try CLI.start(["simulate", "--scenario", scenario, "--port", "0"])
+    init(scenario: String, dns withDNS: Bool = false) throws {
+        let (process, output, errors) = try CLI.start(["simulate", "--scenario", scenario, "--port", "0"]
+                                                          + (withDNS ? ["--dns-port", "0"] : []))
         self.process = process
+        self.errors = errors
         var text = ""
-        while !text.contains("\n") {
+        while text.count(where: { $0 == "\n" }) < (withDNS ? 2 : 1) {
             let chunk = output.fileHandleForReading.availableData
             guard !chunk.isEmpty else { break }
             text += String(decoding: chunk, as: UTF8.self)
         }
-        // "click-through  http://127.0.0.1:PORT/"
-        url = text.split(separator: "\n").first.flatMap { $0.split(separator: " ").last }.map(String.init) ?? ""
+        // "click-through  http://127.0.0.1:PORT/", then "dns  udp://127.0.0.1:PORT answers 127.0.0.1"
+        let lines = text.split(separator: "\n").map { $0.split(separator: " ") }
+        url = lines.first?.last.map(String.init) ?? ""
+        dns = lines.dropFirst().first { $0.first == "dns" }.flatMap { $0.dropFirst().first }.map { String($0.dropFirst("udp://".count)) }
+    }
+
+    /// Stops the simulator and returns its request log, one `scenario: client METHOD path -> status` line each.
+    func stop() -> [String] {
+        process.terminate()
+        let log = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: log, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
     deinit {
-        process.terminate()
+        if process.isRunning { process.terminate() }
         process.waitUntilExit()
     }
 }
