@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 internal import CLibXML2
 
 /// A node of a tree libxml2 built, from its HTML or its XML parser.
@@ -84,7 +87,11 @@ private func siblings(from first: MarkupNode?) -> some Sequence<MarkupNode> {
 /// The element's own text: its text children joined, not the text of elements inside it
 /// (the parser nests unclosed elements, and reading their text too would repeat work).
 func ownText(_ element: MarkupNode) -> [UInt8] {
-    Array(children(element).compactMap(text).joined())
+    var bytes: [UInt8] = []
+    for child in children(element) {
+        if let content = text(child) { bytes.append(contentsOf: content) }
+    }
+    return bytes
 }
 
 /// The content of a text node; nil for other nodes.
@@ -127,10 +134,38 @@ func isASCIIWhitespace(_ byte: UInt8) -> Bool {
 }
 
 /// The bytes without the ASCII white space at either end.
-func trimmedASCIIWhitespace(_ bytes: some BidirectionalCollection<UInt8>) -> [UInt8] {
-    Array(bytes.drop(while: isASCIIWhitespace).reversed().drop(while: isASCIIWhitespace).reversed())
+func trimmedASCIIWhitespace(_ bytes: [UInt8]) -> [UInt8] {
+    guard let first = bytes.firstIndex(where: { !isASCIIWhitespace($0) }),
+          let last = bytes.lastIndex(where: { !isASCIIWhitespace($0) }) else { return [] }
+    return Array(bytes[first...last])
 }
 
-func asciiLowercased(_ bytes: some Collection<UInt8>) -> [UInt8] {
-    bytes.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 + 32 : $0 }
+extension ArraySlice<UInt8> {
+    /// Where `needle` first occurs. The standard library's generic search instantiates
+    /// metadata at every comparison in a debug build: seconds on a hostile megabyte page.
+    func firstRange(ofBytes needle: [UInt8]) -> Range<Int>? {
+        guard let first = needle.first else { return startIndex..<startIndex }
+        return withUnsafeBufferPointer { haystack -> Range<Int>? in
+            needle.withUnsafeBufferPointer { needle -> Range<Int>? in
+                var offset = 0
+                while offset + needle.count <= haystack.count {
+                    if haystack[offset] == first, memcmp(haystack.baseAddress! + offset, needle.baseAddress!, needle.count) == 0 {
+                        return (startIndex + offset)..<(startIndex + offset + needle.count)
+                    }
+                    offset += 1
+                }
+                return nil
+            }
+        }
+    }
+}
+
+func asciiLowercased(_ bytes: [UInt8]) -> [UInt8] {
+    var lowered = bytes
+    lowered.withUnsafeMutableBufferPointer { buffer in
+        for index in buffer.indices where buffer[index] >= UInt8(ascii: "A") && buffer[index] <= UInt8(ascii: "Z") {
+            buffer[index] += 32
+        }
+    }
+    return lowered
 }

@@ -203,7 +203,7 @@ public enum HTMLLibrary {
         if rest.first == UInt8(ascii: ";") || rest.first == UInt8(ascii: ",") { rest = rest.dropFirst() }
         var url = rest.drop(while: isASCIIWhitespace)
         guard !url.isEmpty else { return (delay, nil) }
-        if asciiLowercased(url.prefix(3)) == Array("url".utf8) {
+        if asciiLowercased(Array(url.prefix(3))) == Array("url".utf8) {
             let afterName = url.dropFirst(3).drop(while: isASCIIWhitespace)
             // `URL` not followed by `=` is the start of the URL itself.
             guard afterName.first == UInt8(ascii: "=") else { return (delay, Array(url)) }

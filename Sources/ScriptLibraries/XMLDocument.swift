@@ -31,7 +31,7 @@ struct XMLDocument: ~Copyable {
             return
         }
         let message = xmlCtxtGetLastError(context)?.pointee.message.map { String(cString: $0) } ?? "not well-formed"
-        problem = String(decoding: trimmedASCIIWhitespace(message.utf8), as: UTF8.self)
+        problem = String(decoding: trimmedASCIIWhitespace(Array(message.utf8)), as: UTF8.self)
     }
 
     deinit {

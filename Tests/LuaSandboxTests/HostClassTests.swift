@@ -160,7 +160,9 @@ final class Resource: Sendable {
         let dropped = try #require(throws: LuaScriptError.self) {
             try script!.call("drop", deadline: .after(.milliseconds(300))).get()
         }
-        #expect(dropped.kind == .deadlineExceeded)
+        // Finalizers do not run in Lua's emergency collection, so objects dropped faster than
+        // the collector finalizes them may reach the cap first: either way the state lives on.
+        #expect([.deadlineExceeded, .memoryLimit].contains(dropped.kind))
         #expect(try script!.call("ping").get() == ["pong"])
         script = nil
         #expect(tracker.alive.load(ordering: .relaxed) == 0)
