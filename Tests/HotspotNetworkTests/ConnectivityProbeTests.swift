@@ -96,7 +96,10 @@ struct ConnectivityProbeTests {
         // Not trusted (as behind a middlebox that breaks TLS): partial.
         let verdict = try await check(["\(base)/generate_204", "\(base)/success", https])
         #expect(verdict.state == .partial, "\(verdict.details)")
-        #expect(verdict.details.contains { $0.hasPrefix("https://localhost:\(tls.port)/: tls: localhost") })
+        // The handshake fails on the untrusted certificate (`tls: ...`); on a loaded machine the
+        // single-threaded s_server may be slow enough for a timeout instead: HTTPS failed either way.
+        let httpsDetail = verdict.details.first { $0.hasPrefix("https://localhost:\(tls.port)/: ") }
+        #expect(httpsDetail.map { $0.contains(": tls: localhost") || $0.contains(": timeout") } == true, "\(verdict.details)")
         // Without an HTTPS probe that failed, the same failure is not partial.
         let plain = try await check(["\(base)/generate_204", "http://127.0.0.1:1/"], threshold: 1, link: Self.fakeLinks())
         #expect(plain.state == .connectedWithoutInternet)

@@ -38,6 +38,20 @@ struct HelperCatalogTests {
 
 @Suite("Script watcher")
 struct ScriptWatcherTests {
+    /// Writes and closes the file at once: Foundation may close a file it wrote later, and
+    /// that close would count as a save while the test watches.
+    static func save(_ text: String, to path: String) {
+        let file = fopen(path, "w")!
+        fputs(text, file)
+        fclose(file)
+    }
+
+    /// Saves as editors do: a temporary file renamed over the script.
+    static func saveByRenaming(_ text: String, to path: String) {
+        save(text, to: path + ".tmp~")
+        rename(path + ".tmp~", path)
+    }
+
     /// Counts the changes reported, until the watcher stops.
     final class Changes: Sendable {
         private final class Counter: Sendable {
@@ -61,15 +75,15 @@ struct ScriptWatcherTests {
         let directory = RuntimeFixture.temporaryDirectory()
         let watcher = try ScriptWatcher(path: directory)
         let changes = Changes(watcher)
-        try "-- a".write(toFile: directory + "/venue.lua", atomically: false, encoding: .utf8)
+        Self.save("-- a", to: directory + "/venue.lua")
         try await eventually { changes.value == 1 }
         #expect(changes.value == 1)
 
-        try "not a script".write(toFile: directory + "/notes.txt", atomically: false, encoding: .utf8)
+        Self.save("not a script", to: directory + "/notes.txt")
         try await Task.sleep(for: .milliseconds(200))
         #expect(changes.value == 1, "other files are not scripts")
 
-        try "-- b".write(toFile: directory + "/.venue.lua.swp", atomically: false, encoding: .utf8)
+        Self.save("-- b", to: directory + "/.venue.lua.swp")
         try FileManager.default.moveItem(atPath: directory + "/.venue.lua.swp", toPath: directory + "/other.lua")
         try await eventually { changes.value == 2 }
         try FileManager.default.removeItem(atPath: directory + "/other.lua")
@@ -81,13 +95,13 @@ struct ScriptWatcherTests {
 
     @Test func aFileIsWatchedThroughItsDirectory() async throws {
         let directory = RuntimeFixture.temporaryDirectory()
-        try "-- a".write(toFile: directory + "/venue.lua", atomically: true, encoding: .utf8)
+        Self.save("-- a", to: directory + "/venue.lua")
         let watcher = try ScriptWatcher(path: directory + "/venue.lua")
         let changes = Changes(watcher)
-        try "-- other".write(toFile: directory + "/other.lua", atomically: true, encoding: .utf8)
+        Self.saveByRenaming("-- other", to: directory + "/other.lua")
         try await Task.sleep(for: .milliseconds(200))
         #expect(changes.value == 0, "only the watched file counts")
-        try "-- b".write(toFile: directory + "/venue.lua", atomically: true, encoding: .utf8)  // renamed over it
+        Self.saveByRenaming("-- b", to: directory + "/venue.lua")
         try await eventually { changes.value == 1 }
         #expect(changes.value == 1)
         watcher.stop()
