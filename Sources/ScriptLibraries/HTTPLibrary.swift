@@ -36,8 +36,16 @@ public enum HTTPLibrary {
             }
             let deadline = call.deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
             let interruption = call.interruptionCheck
-            let verdict = ConnectivityProbe.run(set, binding: binding(from: context), deadline: deadline,
-                                                isCancelled: interruption)
+            var verdict = ConnectivityProbe.run(set, binding: binding(from: context), deadline: deadline,
+                                                findPortalURL: WISPrLibrary.portalURL(in:), isCancelled: interruption)
+            // Captive: the network's Captive Portal API names the portal best of all.
+            if verdict.state == .captive, let uri = context["capport_url"].stringValue,
+               let status = try? CaptivePortalAPI.fetch(
+                   uri, binding: binding(from: context), allowsPlainHTTP: context["capport_allow_http"].booleanValue ?? false,
+                   deadline: deadline, isCancelled: interruption),
+               status.captive, let portal = status.userPortalURL {
+                verdict.offerPortalURL(portal, from: .captivePortalAPI)
+            }
             return [.table(verdictTable(verdict))]
         }),
         ("capport", { (call: borrowing HostCall) throws -> [LuaValue] in

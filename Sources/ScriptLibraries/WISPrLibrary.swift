@@ -2,6 +2,7 @@
 import Glibc
 #endif
 public import LuaSandbox
+import HotspotNetwork
 
 /// `wispr.parse(page)` and `wispr.login_form(message, username, password [, originating_server])`:
 /// the WISPr smart-client messages gateways put in their pages.
@@ -19,11 +20,9 @@ public enum WISPrLibrary {
             guard page.count <= maximumPageSize else {
                 throw HostError("\(call.functionName): the page is larger than \(maximumPageSize >> 20) MiB")
             }
-            guard let xml = envelope(in: page) else { return [nil] }
-            let document = XMLDocument(parsing: escapingBareAmpersands(xml))
-            let message = messageTable(document.root.map(fields) ?? [])
+            guard let (message, problem) = message(in: page) else { return [nil] }
             // Recovered XML is trusted as far as it still says what the message is.
-            if let problem = document.problem, message["message_type"].isNil {
+            if let problem, message["message_type"].isNil {
                 return [nil, .text("\(call.functionName): the WISPAccessGatewayParam is not well-formed XML (\(problem))")]
             }
             return [.table(message)]
@@ -41,6 +40,23 @@ public enum WISPrLibrary {
             return [.table(form)]
         }),
     ])
+
+    /// For connectivity probes: the LoginURL of a WISPr Redirect in a page a portal put
+    /// in a probe's way, which names the portal better than a `Location`.
+    @Sendable static func portalURL(in response: HTTPResponse) -> (url: String, source: PortalURLSource)? {
+        guard response.body.count <= maximumPageSize, let loginURL = message(in: response.body)?.message["login_url"].bytesValue
+        else { return nil }
+        return (String(decoding: loginURL, as: UTF8.self), .wispr)
+    }
+
+    /// The message in `page` as `wispr.parse` answers it, and what libxml2 had to recover
+    /// from; nil when the page has no envelope.
+    private static func message(in page: [UInt8]) -> (message: LuaTable, problem: String?)? {
+        guard let xml = envelope(in: page) else { return nil }
+        let document = XMLDocument(parsing: escapingBareAmpersands(xml))
+        // The nodes belong to the document: it must outlive the reading of its fields.
+        return withExtendedLifetime(document) { (messageTable(document.root.map(fields) ?? []), document.problem) }
+    }
 
     // MARK: Finding the message
 

@@ -208,6 +208,27 @@ struct StandardsTests {
         }
     }
 
+    /// A captive verdict names the portal by its best source: the Captive Portal API's
+    /// user-portal-url, then a WISPr LoginURL in the page, then the probe's Location.
+    @Test(arguments: [(Scenario.wispr, "wispr"), (.capport, "capport"), (.clickThrough, "location")])
+    func cmdProbeNamesThePortalByItsBestSource(scenario: Scenario, source: String) async throws {
+        try await withPortal(scenario) { portal in
+            let script = Self.smart(authenticate: """
+                local verdict = cmd:probe()
+                cmd.store.state, cmd.store.source, cmd.store.url = verdict.state, verdict.portal_url_source, verdict.portal_url
+                return "success"
+                """)
+            let fixture = try await RuntimeFixture(scripts: ["smart": script], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            await fixture.runtime.join(Self.network(portal, api: scenario == .capport ? "/capport-api" : nil))
+            let store = fixture.runtime.persistence.store(helper: "smart", ssid: "Venue")
+            #expect(store["state"] == "captive")
+            #expect(store["source"] == source)
+            if scenario == .capport { #expect(store["url"] == "http://127.0.0.1:\(portal.port)/portal") }
+            if scenario == .wispr { #expect(store["url"]?.contains("/wispr/login") == true, "\(store)") }
+        }
+    }
+
     // MARK: seconds-remaining and can-extend-session
 
     @Test func maintainComesBeforeAnExtendableSessionRunsOut() async throws {
