@@ -37,6 +37,8 @@ return {
     if not credential(cmd, "username") then return "none" end
     local verdict = cmd:probe()
     if verdict.state ~= "captive" or not verdict.portal_url then return "none" end
+    -- The probe found a WISPr Redirect in the page the portal put in its way.
+    if verdict.portal_url_source == "wispr" then return "low" end
     local page = cmd:http{ url = verdict.portal_url, follow_redirects = false }
     local message = page and wispr.parse(page.body)
     local speaks = message and (message.message == "redirect" or message.message == "proxy")

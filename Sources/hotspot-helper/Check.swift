@@ -10,6 +10,10 @@ struct Check: AsyncParsableCommand {
             Reports syntax errors, a returned value that is not a table, unknown or \
             non-function handlers, a display name over 15 characters and malformed hosts \
             patterns, each with file:line. Exit status 1 when anything is wrong.
+
+            Editors catch most mistakes before check does: docs/lua/hotspot-helper.lua \
+            describes the whole script API for the Lua language server (add the docs/lua \
+            folder to workspace.library in .luarc.json).
             """)
 
     @Argument(help: ArgumentHelp("Venue scripts, or directories of *.lua scripts.", valueName: "script"))
@@ -32,6 +36,9 @@ struct Check: AsyncParsableCommand {
             problems += await HotspotRuntime.loadHelpers(at: path, into: engine).1
         }
         for problem in problems { print(problem.description) }
+        if !problems.isEmpty {
+            print("the script API, for editors that use the Lua language server: docs/lua/hotspot-helper.lua")
+        }
         if problems.isEmpty {
             print("\(checked) script\(checked == 1 ? "" : "s") OK")
         } else {

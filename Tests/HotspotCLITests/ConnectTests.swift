@@ -180,6 +180,7 @@ let aroma = """
         #expect(run.output.contains("syntax.lua:1:"))
         #expect(run.output.contains("nothing.lua: the script must return a table of handlers, not nothing"))
         #expect(!run.output.contains("good.lua"))
+        #expect(run.output.contains("docs/lua/hotspot-helper.lua"), "check points to the language-server definitions")
         let good = try await CLI.run(["check", scripts + "/good.lua"])
         #expect(good.status == 0)
         #expect(good.output == "1 script OK\n")
