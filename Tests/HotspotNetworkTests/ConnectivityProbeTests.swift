@@ -67,7 +67,8 @@ struct ConnectivityProbeTests {
             "\(base)/echo +X-Test:yes matches=^GET\\|yes$", "POST \(base)/echo +Content-Type:text/plain matches=^POST\\|text/plain\\|$",
         ]
         for spec in passing {
-            #expect(try await check([spec], threshold: 1).state == .connected, "\(spec)")
+            let verdict = try await check([spec], threshold: 1)
+            #expect(verdict.state == .connected, "\(spec): \(verdict.details)")
         }
         let failing = [
             "\(base)/probe/success equals=succ", "\(base)/probe/success matches=^fail",
