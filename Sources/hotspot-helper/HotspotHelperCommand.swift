@@ -17,6 +17,12 @@ struct HotspotHelperCommand: AsyncParsableCommand {
 
     /// As the default, except that usage errors exit with status 2, as the commands document.
     static func main() async {
+        // A parent that spawned us from a thread blocking these signals passed the block on:
+        // unblocked here, `run`, `dev` and `simulate` still hear SIGTERM, SIGINT and SIGHUP.
+        var handled = sigset_t()
+        sigemptyset(&handled)
+        for number in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&handled, number) }
+        sigprocmask(SIG_UNBLOCK, &handled, nil)
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

@@ -4,7 +4,7 @@ import Testing
 
 /// `hotspot-helper run` and the commands that talk to it, through the built executable,
 /// against the portal simulator on loopback.
-@Suite("hotspot-helper run")
+@Suite("hotspot-helper run", .serialized)
 struct DaemonTests {
     static let bundledScripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../Scripts").standardized.path

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `hotspot-helper dev`: a script's lifecycle against a simulated portal, again on every save.
-@Suite("hotspot-helper dev")
+@Suite("hotspot-helper dev", .serialized)
 struct DevTests {
     static func aromaCopy() throws -> String {
         let directory = try CLI.temporaryDirectory()

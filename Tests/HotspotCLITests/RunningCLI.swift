@@ -5,37 +5,47 @@ import TestSupport
 
 /// A long-running `hotspot-helper` (run, dev) whose output is read as it comes, on threads
 /// of its own, so a test can wait for an event, signal the process, and wait for its end.
+/// Dropping it kills the process if it still runs, so a failed test leaves no daemon behind.
 final class RunningCLI: Sendable {
+    /// What the process wrote, filled by the reading threads. They hold this rather than
+    /// the `RunningCLI`, which would otherwise live as long as the process it should end.
+    private final class Captured: Sendable {
+        let output = Mutex("")
+        let errors = Mutex("")
+        let closedPipes = Mutex(0)
+
+        func append(_ text: String, isErrors: Bool) {
+            if isErrors {
+                errors.withLock { $0 += text }
+            } else {
+                output.withLock { $0 += text }
+            }
+        }
+    }
+
     let process: Process
-    private let output = Mutex("")
-    private let errors = Mutex("")
-    private let finished = Mutex(0)
+    private let captured = Captured()
 
     init(_ arguments: [String], executable: String = CLI.path) throws {
         let (process, output, errors) = try CLI.start(arguments, executable: executable)
         self.process = process
-        Self.collect(output, into: self)
-        Self.collect(errors, into: self, isErrors: true)
+        Self.collect(output, into: captured, isErrors: false)
+        Self.collect(errors, into: captured, isErrors: true)
     }
 
-    private static func collect(_ pipe: Pipe, into running: RunningCLI, isErrors: Bool = false) {
+    private static func collect(_ pipe: Pipe, into captured: Captured, isErrors: Bool) {
         Thread {
             while true {
                 let chunk = pipe.fileHandleForReading.availableData
                 if chunk.isEmpty { break }
-                let text = String(decoding: chunk, as: UTF8.self)
-                if isErrors {
-                    running.errors.withLock { $0 += text }
-                } else {
-                    running.output.withLock { $0 += text }
-                }
+                captured.append(String(decoding: chunk, as: UTF8.self), isErrors: isErrors)
             }
-            running.finished.withLock { $0 += 1 }
+            captured.closedPipes.withLock { $0 += 1 }
         }.start()
     }
 
-    var standardOutput: String { output.withLock { $0 } }
-    var standardError: String { errors.withLock { $0 } }
+    var standardOutput: String { captured.output.withLock { $0 } }
+    var standardError: String { captured.errors.withLock { $0 } }
 
     /// The JSON lines written so far, decoded.
     var events: [[String: Any]] {
@@ -80,7 +90,7 @@ final class RunningCLI: Sendable {
     func waitForExit(timeout: Duration = .seconds(10)) async throws -> Int32? {
         let end = ContinuousClock.now + timeout
         while ContinuousClock.now < end {
-            if finished.withLock({ $0 }) == 2 {
+            if captured.closedPipes.withLock({ $0 }) == 2 {
                 let process = self.process
                 return try await onOwnThread {
                     process.waitUntilExit()

@@ -278,7 +278,8 @@ final class TestTLSServer: Sendable {
     }
 
     func stop() {
-        process.terminate()
+        // SIGKILL: a server spawned from a thread that blocks SIGTERM inherits the block.
+        kill(process.processIdentifier, SIGKILL)
         try? FileManager.default.removeItem(atPath: (caFile as NSString).deletingLastPathComponent)
     }
 }
