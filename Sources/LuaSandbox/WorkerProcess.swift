@@ -1,6 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
+import Synchronization
 internal import CLuaSandbox
 
 /// One running worker process and the supervisor's end of its socket.
@@ -14,7 +16,17 @@ final class WorkerProcess: Sendable {
     }
 
     /// Starts `executable` as a worker of this process, its end of a socket pair on fd 3.
+    ///
+    /// A worker dies with its parent through PR_SET_PDEATHSIG, which Linux fires when the
+    /// *thread* that spawned it exits, not only the process: workers are spawned from one
+    /// thread that lives as long as the process, never from a pool thread that may retire.
     static func spawn(executable: String) throws(LuaEngineError) -> WorkerProcess {
+        try SpawningThread.shared.run { () -> Result<WorkerProcess, LuaEngineError> in
+            do throws(LuaEngineError) { return .success(try spawnHere(executable: executable)) } catch { return .failure(error) }
+        }.get()
+    }
+
+    private static func spawnHere(executable: String) throws(LuaEngineError) -> WorkerProcess {
         guard access(executable, X_OK) == 0 else {
             throw LuaEngineError("the worker executable \(executable) is missing or not executable; build it with `swift build`")
         }
@@ -66,7 +78,8 @@ final class WorkerProcess: Sendable {
         return frame.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
-                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                // MSG_NOSIGNAL: a worker that died is an error to handle, not a SIGPIPE that ends the process.
+                let written = Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
                 if written > 0 {
                     offset += written
                 } else if written < 0, errno == EINTR {
@@ -128,4 +141,46 @@ final class WorkerProcess: Sendable {
 public struct LuaEngineError: Error, Sendable, CustomStringConvertible {
     public let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The one thread workers are spawned from: it waits for work and never exits.
+private final class SpawningThread: Sendable {
+    static let shared = SpawningThread()
+
+    private let pending = Mutex<[@Sendable () -> Void]>([])
+    private let workArrived = DispatchSemaphore(value: 0)
+
+    private init() {
+        var thread = pthread_t()
+        let retained = Unmanaged.passRetained(self).toOpaque()
+        let created = pthread_create(&thread, nil, { context in
+            Unmanaged<SpawningThread>.fromOpaque(context!).takeRetainedValue().serve()
+        }, retained)
+        precondition(created == 0, "cannot start the thread that spawns workers")
+        pthread_detach(thread)
+    }
+
+    private func serve() -> Never {
+        while true {
+            workArrived.wait()
+            let work = pending.withLock { $0.removeFirst() }
+            work()
+        }
+    }
+
+    /// Runs `body` on the spawning thread and waits for its result.
+    func run<Value: Sendable>(_ body: @escaping @Sendable () -> Value) -> Value {
+        let result = Mutex<Value?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        pending.withLock {
+            $0.append {
+                let value = body()
+                result.withLock { $0 = value }
+                done.signal()
+            }
+        }
+        workArrived.signal()
+        done.wait()
+        return result.withLock { $0! }
+    }
 }

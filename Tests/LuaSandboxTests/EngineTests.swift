@@ -29,6 +29,23 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         #expect(try await engine.call(script, "echo").get() == [2])
     }
 
+    /// Workers die with their parent through PR_SET_PDEATHSIG, which fires when the thread
+    /// that spawned them exits: an engine made on a short-lived thread must keep its workers.
+    @Test func workersOutliveTheThreadThatStartedTheEngine() async throws {
+        let engine = try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                let made = Result { try makeEngine(workers: 1) }
+                usleep(300_000)  // long enough for the workers to have asked to die with their parent
+                continuation.resume(with: made)
+            }.start()
+        }
+        let pids = engine.workerProcessIDs
+        try await Task.sleep(for: .milliseconds(200))  // the thread that made it has ended
+        let script = try await engine.load(ScriptSource(path: "alive.lua", text: "return { ping = function() return 'pong' end }"))
+        #expect(try await engine.call(script, "ping").get() == ["pong"])
+        #expect(engine.workerProcessIDs == pids, "the first workers still serve")
+    }
+
     @Test func loadErrorsArriveWithTheirLine() async throws {
         let engine = try makeEngine()
         let error = await #expect(throws: LuaScriptError.self) {
