@@ -259,7 +259,9 @@ final class TestTLSServer: Sendable {
         setup.arguments = ["-c", script]
         try setup.run()
         setup.waitUntilExit()
-        port = Int.random(in: 20000...40000)
+        // Below the kernel's ephemeral range (32768 and up), so no server the kernel gave a port
+        // to, and no client, already holds it.
+        port = Int.random(in: 20000...32000)
         caFile = directory + "/ca.pem"
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
