@@ -73,7 +73,8 @@ let threatCatalogue: [Threat] = [
     Threat(18, "package.loadlib", "package.loadlib('libc.so.6', 'system')", [runtime]),
     Threat(18, "dofile", "dofile('/etc/passwd')", [runtime]),
     Threat(18, "loadfile", "loadfile('/etc/passwd')", [runtime]),
-    Threat(19, "flooding print", "for i = 1, 1e5 do print(('x'):rep(100), i) end", [answered]),
+    // Answered on a quiet machine; on a loaded one the deadline may come first: contained either way.
+    Threat(19, "flooding print", "for i = 1, 1e5 do print(('x'):rep(100), i) end", [answered, .deadlineExceeded]),
     Threat(20, "top-level yield", "coroutine.yield()", [runtime]),
     Threat(21, "returning a cyclic table", "local t = {} t[1] = t return t", [.invalidValue]),
     Threat(21, "returning tables whose __index and __pairs error", "return setmetatable({ 1 }, { __index = function() error('x') end, __pairs = function() error('y') end })", [answered]),
