@@ -69,18 +69,6 @@ final class RunningCLI: Sendable {
         throw CancellationError()
     }
 
-    /// Waits until `text` appears on standard output or standard error.
-    func waitForText(_ text: String, timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let end = ContinuousClock.now + timeout
-        while ContinuousClock.now < end {
-            if standardOutput.contains(text) || standardError.contains(text) { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        Issue.record("\"\(text)\" did not appear within \(timeout); output:\n\(standardOutput)\nerrors:\n\(standardError)",
-                     sourceLocation: sourceLocation)
-        throw CancellationError()
-    }
-
     func signal(_ number: Int32) {
         kill(process.processIdentifier, number)
     }
