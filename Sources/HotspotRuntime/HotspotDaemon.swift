@@ -205,11 +205,9 @@ public actor HotspotDaemon {
         return up
     }
 
-    /// An interface is up unless the kernel says it is down or it is gone (`lo` and
-    /// tunnels say `unknown`, which counts as up).
+    /// Up (IFF_UP with a carrier), as the connectivity probes see it; a network with no
+    /// interface of its own (the default route's) counts as up.
     static func linkIsUp(_ interface: String?) -> Bool {
-        guard let interface else { return true }
-        guard let state = try? String(contentsOfFile: "/sys/class/net/\(interface)/operstate", encoding: .utf8) else { return false }
-        return !["down", "lowerlayerdown", "notpresent"].contains(state.trimmingCharacters(in: .whitespacesAndNewlines))
+        interface.map(NetworkLink.system.isUp) ?? true
     }
 }
