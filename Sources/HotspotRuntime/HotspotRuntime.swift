@@ -139,22 +139,14 @@ public actor HotspotRuntime {
         guard let network = sessions[ssid]?.network else { return .inactive }
         transition(ssid, to: .evaluating, helper: nil)
         let candidates = helpers.filter { usableHelper($0.id, for: ssid) != nil }
-        let cookieSession = sessions[ssid]?.cookieSession
-        let winner = await withTaskGroup(of: (HelperScript, Confidence).self) { group -> HelperScript? in
-            for helper in candidates {
-                group.addTask {
-                    (helper, await self.send(.evaluate, to: helper, network: network, cookieSession: cookieSession).confidence)
-                }
+        var winner: HelperScript?
+        await sendAll(.evaluate, to: candidates, network: network, cookieSession: sessions[ssid]?.cookieSession) { helper, response in
+            if response.confidence == .high {
+                winner = helper
+                return false
             }
-            var firstLow: HelperScript?
-            for await (helper, confidence) in group {
-                if confidence == .high {
-                    group.cancelAll()
-                    return helper
-                }
-                if confidence == .low, firstLow == nil { firstLow = helper }
-            }
-            return firstLow
+            if response.confidence == .low, winner == nil { winner = helper }
+            return true
         }
         guard let winner else {
             transition(ssid, to: .authenticated, helper: nil)  // nobody claims it
@@ -303,21 +295,16 @@ public actor HotspotRuntime {
     /// Runs `filter_scan_list` on every enabled helper and returns what each claims.
     public func filterScanList(_ networks: [NetworkDescription]) async -> [NetworkClaim] {
         let candidates = helpers.filter { !persistence.snapshot.disabledHelpers.contains($0.id) }
-        return await withTaskGroup(of: [NetworkClaim].self) { group in
-            for helper in candidates {
-                group.addTask {
-                    let response = await self.send(.filterScanList, to: helper, network: nil, networkList: networks)
-                    guard response.result == .success else { return [] }
-                    return response.claims.map {
-                        NetworkClaim(ssid: $0.ssid, bssid: $0.bssid, helper: helper.id,
-                                     displayName: helper.displayName, password: $0.password)
-                    }
-                }
+        var claims: [NetworkClaim] = []
+        await sendAll(.filterScanList, to: candidates, network: nil, networkList: networks) { helper, response in
+            guard response.result == .success else { return true }
+            claims += response.claims.map {
+                NetworkClaim(ssid: $0.ssid, bssid: $0.bssid, helper: helper.id,
+                             displayName: helper.displayName, password: $0.password)
             }
-            var claims: [NetworkClaim] = []
-            for await found in group { claims += found }
-            return claims.sorted { ($0.ssid, $0.helper) < ($1.ssid, $1.helper) }
+            return true
         }
+        return claims.sorted { ($0.ssid, $0.helper) < ($1.ssid, $1.helper) }
     }
 
     /// While the stream is consumed (the user looks at the list of networks), runs
@@ -403,28 +390,80 @@ public actor HotspotRuntime {
                           isChosen: Bool = false, cookieSession: String? = nil,
                           answers: [String: String] = [:]) async -> HelperResponse {
         let start = Deadline.now
+        guard helper.handlers.contains(command) else {
+            return conclude(command, helper, network: network, outcome: nil, since: start)
+        }
+        let table = commandTable(command, for: helper, network: network, networkList: networkList, didJustJoin: didJustJoin,
+                                 isChosen: isChosen, cookieSession: cookieSession, answers: answers)
+        let outcome = await engine.call(helper.handle, "dispatch", [table], deadline: deadline(of: command))
+        return conclude(command, helper, network: network, outcome: outcome, since: start)
+    }
+
+    /// Sends one command to several helpers at once (one write to each worker) and hands
+    /// each response to `take` as it answers; when `take` returns false, the commands not
+    /// answered yet are cancelled.
+    nonisolated func sendAll(_ command: HotspotCommand, to helpers: [HelperScript], network: NetworkDescription?,
+                             networkList: [NetworkDescription]? = nil, cookieSession: String? = nil,
+                             _ take: (HelperScript, HelperResponse) -> Bool) async {
+        let start = Deadline.now
+        let (handling, notHandling) = (helpers.filter { $0.handlers.contains(command) },
+                                       helpers.filter { !$0.handlers.contains(command) })
+        for helper in notHandling {
+            guard take(helper, conclude(command, helper, network: network, outcome: nil, since: start)) else { return }
+        }
+        let calls = handling.map { helper in
+            ScriptCall(helper.handle, "dispatch", [commandTable(command, for: helper, network: network, networkList: networkList,
+                                                                didJustJoin: false, isChosen: false, cookieSession: cookieSession)])
+        }
+        var unanswered = Set(handling.indices)
+        for await (index, outcome) in engine.callAll(calls, deadline: deadline(of: command)) {
+            unanswered.remove(index)
+            guard take(handling[index], conclude(command, handling[index], network: network, outcome: outcome, since: start)) else {
+                // Leaving the loop cancels them in the engine; they are reported now.
+                let cancelled = CallOutcome(result: .failure(LuaScriptError(.cancelled, "cancelled")))
+                for index in unanswered.sorted() {
+                    _ = conclude(command, handling[index], network: network, outcome: cancelled, since: start)
+                }
+                return
+            }
+        }
+    }
+
+    /// The table `dispatch` in the prelude turns into the script's `cmd`.
+    private nonisolated func commandTable(_ command: HotspotCommand, for helper: HelperScript, network: NetworkDescription?,
+                                          networkList: [NetworkDescription]?, didJustJoin: Bool, isChosen: Bool,
+                                          cookieSession: String?, answers: [String: String] = [:]) -> LuaValue {
+        var table = LuaTable()
+        table["type"] = .text(command.rawValue)
+        if let network {
+            table["network"] = Self.networkValue(network, didJustJoin: didJustJoin, isChosen: isChosen)
+            table["store"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
+                persistence.store(helper: helper.id, ssid: network.ssid).map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
+        }
+        if command == .presentUI {
+            table["answers"] = .table(LuaTable(Dictionary(uniqueKeysWithValues: answers.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
+        }
+        table["context"] = context(for: helper, network: network, cookieSession: cookieSession)
+        if let networkList {
+            table["network_list"] = .table(LuaTable(array: networkList.map { Self.networkValue($0, didJustJoin: false, isChosen: false) }))
+        }
+        return .table(table)
+    }
+
+    private nonisolated func deadline(of command: HotspotCommand) -> CallDeadline {
+        if command == .presentUI {
+            configuration.presentUIDeadline.map { .after($0) } ?? .unlimited
+        } else {
+            .after(configuration.commandDeadline)
+        }
+    }
+
+    /// Turns what a helper's handler produced (nil: it has no handler for the command)
+    /// into its response: its logs and the command reported as events, its store saved.
+    private nonisolated func conclude(_ command: HotspotCommand, _ helper: HelperScript, network: NetworkDescription?,
+                                      outcome: CallOutcome?, since start: Deadline) -> HelperResponse {
         var response: HelperResponse
-        if helper.handlers.contains(command) {
-            var table = LuaTable()
-            table["type"] = .text(command.rawValue)
-            if let network {
-                table["network"] = Self.networkValue(network, didJustJoin: didJustJoin, isChosen: isChosen)
-                table["store"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
-                    persistence.store(helper: helper.id, ssid: network.ssid).map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
-            }
-            if command == .presentUI {
-                table["answers"] = .table(LuaTable(Dictionary(uniqueKeysWithValues: answers.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
-            }
-            table["context"] = context(for: helper, network: network, cookieSession: cookieSession)
-            if let networkList {
-                table["network_list"] = .table(LuaTable(array: networkList.map { Self.networkValue($0, didJustJoin: false, isChosen: false) }))
-            }
-            let deadline: CallDeadline = if command == .presentUI {
-                configuration.presentUIDeadline.map { .after($0) } ?? .unlimited
-            } else {
-                .after(configuration.commandDeadline)
-            }
-            let outcome = await engine.call(helper.handle, "dispatch", [.table(table)], deadline: deadline)
+        if let outcome {
             for record in outcome.logs {
                 emit(HotspotEvent(event: .log, network: network?.ssid, command: command, helper: helper.id,
                                   level: record.level.name, message: record.message))

@@ -11,6 +11,50 @@ public struct ScriptHandle: Sendable, Hashable {
     let slot: Int
 }
 
+/// One of the calls `LuaEngine.callAll` makes.
+public struct ScriptCall: Sendable {
+    public var script: ScriptHandle
+    public var entry: String
+    public var arguments: [LuaValue]
+
+    public init(_ script: ScriptHandle, _ entry: String, _ arguments: [LuaValue] = []) {
+        self.script = script
+        self.entry = entry
+        self.arguments = arguments
+    }
+}
+
+/// The outcomes of `LuaEngine.callAll` in the order the calls answer, each with its call's
+/// index; values are decoded as they are taken, on the taker's thread.
+public struct CallOutcomes: AsyncSequence, Sendable {
+    public typealias Element = (index: Int, outcome: CallOutcome)
+
+    fileprivate let stream: AsyncStream<(Int, RawOutcome)>
+    fileprivate let memoryLimit: Int
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        fileprivate var answers: AsyncStream<(Int, RawOutcome)>.AsyncIterator
+        fileprivate let memoryLimit: Int
+
+        public mutating func next() async -> Element? {
+            guard let (index, outcome) = await answers.next() else { return nil }
+            return (index, outcome.decoded(memoryLimit: memoryLimit))
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(answers: stream.makeAsyncIterator(), memoryLimit: memoryLimit)
+    }
+}
+
+/// Counts a batch's calls down to the last answer.
+private final class Countdown: Sendable {
+    private let remaining: Atomic<Int>
+    init(_ count: Int) { remaining = Atomic(count) }
+    /// Whether this was the last one.
+    func finishedOne() -> Bool { remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 }
+}
+
 /// The supervisor: runs scripts in worker processes under hard deadlines and memory caps.
 ///
 /// Each script gets its own Lua state inside one of `workerCount` worker processes. A
@@ -105,16 +149,61 @@ public final class LuaEngine: Sendable {
     /// Calls `entry` in the script (see `SandboxedState.call`) and returns what it produced.
     public func call(_ script: ScriptHandle, _ entry: String, _ arguments: [LuaValue] = [],
                      deadline: CallDeadline = .default) async -> CallOutcome {
-        let deadline: Deadline? = switch deadline {
+        let frame: WorkerFrame
+        do throws(LuaScriptError) {
+            frame = try Self.callFrame(ScriptCall(script, entry, arguments), deadline: resolve(deadline))
+        } catch {
+            return CallOutcome(result: .failure(error))
+        }
+        return await slots[script.slot].perform(frame, deadline: resolve(deadline), installing: nil)
+            .decoded(memoryLimit: configuration.memoryLimit)
+    }
+
+    /// Makes every call at once, with one write to each worker, and yields each outcome as
+    /// its call answers, with the call's index in `calls`. Ending the iteration early, or
+    /// cancelling the task that iterates, cancels the calls that have not answered.
+    public func callAll(_ calls: [ScriptCall], deadline: CallDeadline = .default) -> CallOutcomes {
+        let (stream, continuation) = AsyncStream.makeStream(of: (Int, RawOutcome).self)
+        let outcomes = CallOutcomes(stream: stream, memoryLimit: configuration.memoryLimit)
+        guard !calls.isEmpty else {
+            continuation.finish()
+            return outcomes
+        }
+        let unanswered = Countdown(calls.count)
+        let deliver: @Sendable (Int, RawOutcome) -> Void = { index, outcome in
+            continuation.yield((index, outcome))
+            if unanswered.finishedOne() { continuation.finish() }
+        }
+        let resolved = resolve(deadline)
+        var framesBySlot: [Int: [(index: Int, frame: WorkerFrame)]] = [:]
+        for (index, call) in calls.enumerated() {
+            do throws(LuaScriptError) {
+                framesBySlot[call.script.slot, default: []].append((index, try Self.callFrame(call, deadline: resolved)))
+            } catch {
+                deliver(index, RawOutcome(error: error))
+            }
+        }
+        let submitted = framesBySlot.map { slot, frames in
+            (slots[slot], slots[slot].submit(frames, deadline: resolved, deliver: deliver))
+        }
+        continuation.onTermination = { termination in
+            guard case .cancelled = termination else { return }
+            for (slot, requests) in submitted { slot.cancel(requests) }
+        }
+        return outcomes
+    }
+
+    private func resolve(_ deadline: CallDeadline) -> Deadline? {
+        switch deadline {
         case .default: .after(configuration.defaultDeadline)
         case .after(let duration): .after(duration)
         case .unlimited: nil
         }
-        let encoded: [UInt8]
-        do throws(LuaScriptError) { encoded = try LuaValueCodec.encode(tuple: arguments) } catch { return CallOutcome(result: .failure(error)) }
-        let frame = WorkerFrame.call(script: script.id, entry: entry, arguments: encoded, deadline: deadline?.nanoseconds ?? 0)
-        return await slots[script.slot].perform(frame, deadline: deadline, installing: nil)
-            .decoded(memoryLimit: configuration.memoryLimit)
+    }
+
+    private static func callFrame(_ call: ScriptCall, deadline: Deadline?) throws(LuaScriptError) -> WorkerFrame {
+        .call(script: call.script.id, entry: call.entry, arguments: try LuaValueCodec.encode(tuple: call.arguments),
+              deadline: deadline?.nanoseconds ?? 0)
     }
 
     public func unload(_ script: ScriptHandle) {
@@ -133,7 +222,8 @@ public final class LuaEngine: Sendable {
 /// One worker process, its replacements, and the requests in flight to it.
 private final class WorkerSlot: Sendable {
     struct Pending {
-        let continuation: CheckedContinuation<RawOutcome, Never>?
+        /// Takes the answer; nil for reloads nobody waits on.
+        let answer: (@Sendable (RawOutcome) -> Void)?
         /// When the worker is killed if the request has not been answered.
         let killAt: Int64?
         /// A script version to remember for reloads once it loads.
@@ -177,36 +267,68 @@ private final class WorkerSlot: Sendable {
 
     func perform(_ frame: WorkerFrame, deadline: Deadline?, installing: (UInt32, ScriptSource)?) async -> RawOutcome {
         if Task.isCancelled { return RawOutcome(error: LuaScriptError(.cancelled, "cancelled")) }
-        let killAt = deadline.map { $0.nanoseconds.addingReportingOverflow(Int64(nanoseconds(configuration.killGrace))).partialValue }
         // Ids come from a counter of their own so the frame is encoded outside the lock.
         let id = requestIDs.add(1, ordering: .relaxed).newValue
         let bytes = frame.encoded(id: id)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let refused: String? = state.withLock { state in
-                    guard !state.stopped, let process = state.process else {
-                        return state.failure ?? "the engine has shut down"
-                    }
-                    state.pending[id] = Pending(continuation: continuation, killAt: killAt, installing: installing)
-                    if let killAt { scheduleWatchdog(killAt, &state) }
-                    // A worker that does not take a frame is hung; its end fails this request.
-                    if !process.write(bytes) { process.kill() }
-                    return nil
-                }
-                if let refused { continuation.resume(returning: RawOutcome(workerLost: refused)) }
+                send(bytes, [(id, Pending(answer: { continuation.resume(returning: $0) },
+                                          killAt: killAt(deadline), installing: installing))])
             }
         } onCancel: {
-            cancel(id)
+            cancel([id])
         }
     }
 
-    private func cancel(_ id: UInt64) {
-        let pending = state.withLock { state -> Pending? in
-            guard let pending = state.pending.removeValue(forKey: id) else { return nil }
-            _ = state.process?.write(WorkerFrame.cancel.encoded(id: id))
-            return pending
+    /// Sends calls in one write and hands each answer to `deliver` with its index; returns
+    /// the request ids, for `cancel`.
+    func submit(_ frames: [(index: Int, frame: WorkerFrame)], deadline: Deadline?,
+                deliver: @escaping @Sendable (Int, RawOutcome) -> Void) -> [UInt64] {
+        let killAt = killAt(deadline)
+        var bytes: [UInt8] = []
+        var requests: [(UInt64, Pending)] = []
+        for (index, frame) in frames {
+            let id = requestIDs.add(1, ordering: .relaxed).newValue
+            bytes += frame.encoded(id: id)
+            requests.append((id, Pending(answer: { deliver(index, $0) }, killAt: killAt, installing: nil)))
         }
-        pending?.continuation?.resume(returning: RawOutcome(error: LuaScriptError(.cancelled, "cancelled")))
+        send(bytes, requests)
+        return requests.map(\.0)
+    }
+
+    private func killAt(_ deadline: Deadline?) -> Int64? {
+        deadline.map { $0.nanoseconds.addingReportingOverflow(nanoseconds(configuration.killGrace)).partialValue }
+    }
+
+    /// Records the requests as pending and writes their frames, or answers them at once
+    /// when no worker can take them.
+    private func send(_ bytes: [UInt8], _ requests: [(UInt64, Pending)]) {
+        let refused: String? = state.withLock { state in
+            guard !state.stopped, let process = state.process else {
+                return state.failure ?? "the engine has shut down"
+            }
+            for (id, pending) in requests {
+                state.pending[id] = pending
+                if let killAt = pending.killAt { scheduleWatchdog(killAt, &state) }
+            }
+            // A worker that does not take a frame is hung; its end fails these requests.
+            if !process.write(bytes) { process.kill() }
+            return nil
+        }
+        if let refused {
+            for (_, pending) in requests { pending.answer?(RawOutcome(workerLost: refused)) }
+        }
+    }
+
+    /// Stops requests that have not answered; they answer `cancelled`.
+    func cancel(_ ids: [UInt64]) {
+        let cancelled = state.withLock { state -> [Pending] in
+            let cancelled = ids.compactMap { id in state.pending.removeValue(forKey: id).map { (id, $0) } }
+            guard !cancelled.isEmpty else { return [] }
+            _ = state.process?.write(cancelled.flatMap { WorkerFrame.cancel.encoded(id: $0.0) })
+            return cancelled.map(\.1)
+        }
+        for pending in cancelled { pending.answer?(RawOutcome(error: LuaScriptError(.cancelled, "cancelled"))) }
     }
 
     func unload(_ script: UInt32) {
@@ -225,7 +347,7 @@ private final class WorkerSlot: Sendable {
         watchdog.cancel()
         process?.kill()
         for request in pending.values {
-            request.continuation?.resume(returning: RawOutcome(workerLost: "the engine has shut down"))
+            request.answer?(RawOutcome(workerLost: "the engine has shut down"))
         }
     }
 
@@ -244,7 +366,7 @@ private final class WorkerSlot: Sendable {
                     }
                     return pending
                 }
-                pending?.continuation?.resume(returning: outcome)
+                pending?.answer?(outcome)
                 return true
             }
             workerEnded(process, generation: generation)
@@ -270,7 +392,7 @@ private final class WorkerSlot: Sendable {
 
         func finish(_ slot: WorkerSlot) {
             if let process { slot.startReader(process, generation: generation) }
-            for request in lost { request.continuation?.resume(returning: RawOutcome(workerLost: reason)) }
+            for request in lost { request.answer?(RawOutcome(workerLost: reason)) }
         }
     }
 
@@ -300,9 +422,9 @@ private final class WorkerSlot: Sendable {
         for (script, source) in state.scripts {
             let deadline = Deadline.after(configuration.defaultDeadline)
             let id = requestIDs.add(1, ordering: .relaxed).newValue
-            let killAt = deadline.nanoseconds + Int64(nanoseconds(configuration.killGrace))
-            state.pending[id] = Pending(continuation: nil, killAt: killAt, installing: nil)
-            scheduleWatchdog(killAt, &state)
+            let reloading = Pending(answer: nil, killAt: killAt(deadline), installing: nil)
+            state.pending[id] = reloading
+            if let killAt = reloading.killAt { scheduleWatchdog(killAt, &state) }
             _ = process.write(WorkerFrame.load(script: script, source: source, deadline: deadline.nanoseconds).encoded(id: id))
         }
     }
@@ -331,7 +453,7 @@ private final class WorkerSlot: Sendable {
             return (Array(expired.values), replaceWorker(&state, reason: reason))
         }
         for request in overran {
-            request.continuation?.resume(returning: RawOutcome(
+            request.answer?(RawOutcome(
                 error: LuaScriptError(.deadlineExceeded, "deadline exceeded; stopped by ending its worker process")))
         }
         replaced?.finish(self)

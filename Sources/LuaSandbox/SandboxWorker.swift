@@ -48,9 +48,16 @@ private struct RequestBook {
     var running: [UInt64: InterruptHandle] = [:]
 }
 
+/// Answers waiting to be written. One thread writes at a time and then takes what others
+/// queued meanwhile, so a burst of answers leaves in a few writes, and none waits.
+private struct Outbox {
+    var queued: [UInt8] = []
+    var writing = false
+}
+
 private final class Worker: Sendable {
     let modules: [HostModule]
-    let output = Mutex<Int32>(SandboxWorker.descriptor)
+    let outbox = Mutex(Outbox())
     let requests = Mutex(RequestBook())
 
     /// Time allowed to rebuild a script's state after it overran or hit its memory cap;
@@ -160,11 +167,24 @@ private final class Worker: Sendable {
 
     private func respond(_ id: UInt64, _ outcome: RawOutcome) {
         let frame = WorkerFrame.outcome(outcome).encoded(id: id)
-        output.withLock { descriptor in
-            frame.withUnsafeBytes { bytes in
+        let writesNow = outbox.withLock { outbox in
+            outbox.queued += frame
+            guard !outbox.writing else { return false }
+            outbox.writing = true
+            return true
+        }
+        guard writesNow else { return }
+        while true {
+            let bytes = outbox.withLock { outbox in
+                defer { outbox.queued = [] }
+                outbox.writing = !outbox.queued.isEmpty
+                return outbox.queued
+            }
+            guard !bytes.isEmpty else { return }
+            bytes.withUnsafeBytes { bytes in
                 var offset = 0
                 while offset < bytes.count {
-                    let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                    let written = write(SandboxWorker.descriptor, bytes.baseAddress! + offset, bytes.count - offset)
                     if written < 0, errno == EINTR { continue }
                     guard written > 0 else { exit(0) }  // the supervisor is gone
                     offset += written

@@ -103,6 +103,46 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         #expect(try await engine.call(script, "ping").get() == ["pong"])
     }
 
+    @Test func callAllAnswersEveryCallWithItsIndex() async throws {
+        let engine = try makeEngine(deadline: .seconds(10))
+        var scripts: [ScriptHandle] = []
+        for number in 0..<6 {
+            scripts.append(try await engine.load(ScriptSource(path: "s\(number).lua", text: """
+                return { who = function(x) if x == 'boom' then error('boom') end return \(number), x end }
+                """)))
+        }
+        let calls = scripts.enumerated().map { ScriptCall($1, "who", [$0 == 4 ? "boom" : .text("call \($0)")]) }
+        var answers: [Int: CallOutcome] = [:]
+        for await (index, outcome) in engine.callAll(calls) { answers[index] = outcome }
+        #expect(answers.count == 6)
+        for index in [0, 1, 2, 3, 5] {
+            #expect(try answers[index]?.get() == [.integer(Int64(index)), .text("call \(index)")])
+        }
+        #expect(answers[4]?.result.isSuccess == false)
+        var none = 0
+        for await _ in engine.callAll([]) { none += 1 }
+        #expect(none == 0)
+    }
+
+    @Test func leavingCallAllEarlyCancelsTheCallsNotAnswered() async throws {
+        let engine = try makeEngine(deadline: .seconds(30))
+        let spin = "return { run = function() while true do end end, ping = function() return 'pong' end }"
+        let fast = try await engine.load(ScriptSource(path: "fast.lua", text: "return { run = function() return 'first' end }"))
+        let spinners = [try await engine.load(ScriptSource(path: "spin1.lua", text: spin)),
+                        try await engine.load(ScriptSource(path: "spin2.lua", text: spin))]
+        let start = Deadline.now
+        for await (index, outcome) in engine.callAll([ScriptCall(fast, "run")] + spinners.map { ScriptCall($0, "run") }) {
+            #expect(index == 0)
+            #expect(try outcome.get() == ["first"])
+            break
+        }
+        // Each script's calls run one at a time: these answer only once the spins stopped.
+        for spinner in spinners {
+            #expect(try await engine.call(spinner, "ping").get() == ["pong"])
+        }
+        #expect(milliseconds(since: start) < 5000)  // far below the 30 s deadline, with room for a loaded machine
+    }
+
     @Test func aWorkerThatDiesIsReplacedAndItsScriptsReloaded() async throws {
         let engine = try makeEngine(workers: 1, deadline: .seconds(10))
         let script = try await engine.load(ScriptSource(path: "s.lua", text: """
