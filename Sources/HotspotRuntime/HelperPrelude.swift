@@ -30,62 +30,57 @@ enum HelperPrelude {
     local HANDLERS = { "filter_scan_list", "evaluate", "authenticate", "present_ui", "maintain", "logoff" }
     local STORE_LIMIT = \#(StateDirectory.storeLimit)
 
-    -- Networks made by the runtime, and what scripts set on them.
+    -- Methods are made on first use, each bound to its object, so both the colon and the
+    -- dot forms work (network:set_confidence("high") and network.set_confidence("high")),
+    -- and a command pays only for the methods its handler touches.
+    local function lazy_methods(makers, state_of, protected_name)
+      return {
+        __index = function(object, key)
+          local make = makers[key]
+          if make == nil then return nil end
+          local method = make(object, state_of[object])
+          rawset(object, key, method)
+          return method
+        end,
+        __metatable = protected_name,
+      }
+    end
+
+    -- Networks made by the runtime; what scripts set on them, by network.
+    local network_settings = setmetatable({}, { __mode = "k" })
+    local NETWORK = lazy_methods({
+      set_confidence = function(_, settings)
+        return function(self, level)
+          if level == nil and type(self) == "string" then level = self end
+          if not CONFIDENCES[level] then
+            error("set_confidence expects \"none\", \"low\" or \"high\", got " .. tostring(level), 2)
+          end
+          settings.confidence = level
+        end
+      end,
+      set_password = function(_, settings)
+        return function(self, password)
+          if password == nil and type(self) == "string" then password = self end
+          if type(password) ~= "string" then error("set_password expects a string", 2) end
+          settings.password = password
+        end
+      end,
+    }, network_settings, "network")
+
     local function make_network(fields, known)
-      local network = {
+      local network = setmetatable({
         ssid = fields.ssid, bssid = fields.bssid, signal_strength = fields.signal_strength,
         is_secure = fields.is_secure, did_auto_join = fields.did_auto_join,
         did_just_join = fields.did_just_join, is_chosen_helper = fields.is_chosen_helper,
-      }
+      }, NETWORK)
       local settings = {}
       known[network] = settings
-      -- Both network:set_confidence("high") and network.set_confidence("high") work.
-      function network.set_confidence(self, level)
-        if level == nil and type(self) == "string" then level = self end
-        if not CONFIDENCES[level] then
-          error("set_confidence expects \"none\", \"low\" or \"high\", got " .. tostring(level), 2)
-        end
-        settings.confidence = level
-      end
-      function network.set_password(self, password)
-        if password == nil and type(self) == "string" then password = self end
-        if type(password) ~= "string" then error("set_password expects a string", 2) end
-        settings.password = password
-      end
+      network_settings[network] = settings
       return network
     end
 
-    -- Keys starting with "@" are the runtime's (such as the WISPr logoff URL wispr.login
-    -- keeps): scripts read them, only this prelude writes them, through `put`.
-    local function make_store(data)
-      local size = 0
-      for k, v in pairs(data) do size = size + #k + #v end
-      local changed = false
-      local function put(key, value, level)
-        local old = data[key]
-        local grown = size - (old and #key + #old or 0) + (value and #key + #value or 0)
-        if grown > STORE_LIMIT then error("cmd.store is full (" .. STORE_LIMIT .. " bytes per helper and network)", level + 1) end
-        size = grown
-        data[key] = value
-        changed = true
-      end
-      local store = setmetatable({}, {
-        __index = function(_, key) return data[key] end,
-        __newindex = function(_, key, value)
-          if type(key) ~= "string" then error("cmd.store keys are strings", 2) end
-          if value ~= nil and type(value) ~= "string" then error("cmd.store values are strings (store '" .. key .. "' as a string)", 2) end
-          if key:sub(1, 1) == "@" then error("cmd.store keys starting with '@' are the runtime's; '" .. key .. "' cannot be set", 2) end
-          put(key, value, 2)
-        end,
-        -- An iterator that does not hand out `data` itself, which would skip the checks.
-        __pairs = function() return function(_, key) return next(data, key) end, nil, nil end,
-        __metatable = "cmd.store",
-      })
-      return store, function() return changed and data or nil end, put
-    end
-
     -- What the prelude keeps about each live command, out of the script's reach: its context,
-    -- the writer of its store's runtime keys, and `allow_portal`.
+    -- its store, what it delivered.
     local commands = setmetatable({}, { __mode = "k" })
 
     local function command_record(cmd, caller)
@@ -94,19 +89,64 @@ enum HelperPrelude {
       return record
     end
 
+    -- The command's store, counted on first use: `data` holds the values, `size` their bytes.
+    local function store_of(record)
+      local store = record.store
+      if store == nil then
+        local size = 0
+        for k, v in pairs(record.store_data) do size = size + #k + #v end
+        store = { data = record.store_data, size = size, changed = false }
+        record.store = store
+      end
+      return store
+    end
+
+    -- Keys starting with "@" are the runtime's (such as the WISPr logoff URL wispr.login
+    -- keeps): scripts read them, only this prelude writes them, through `store_put`.
+    local function store_put(record, key, value, level)
+      local store = store_of(record)
+      local old = store.data[key]
+      local grown = store.size - (old and #key + #old or 0) + (value and #key + #value or 0)
+      if grown > STORE_LIMIT then error("cmd.store is full (" .. STORE_LIMIT .. " bytes per helper and network)", level + 1) end
+      store.size = grown
+      store.data[key] = value
+      store.changed = true
+    end
+
+    -- `cmd.store`: a proxy whose every write is checked.
+    local store_records = setmetatable({}, { __mode = "k" })
+    local STORE = {
+      __index = function(proxy, key) return store_records[proxy].store_data[key] end,
+      __newindex = function(proxy, key, value)
+        if type(key) ~= "string" then error("cmd.store keys are strings", 2) end
+        if value ~= nil and type(value) ~= "string" then error("cmd.store values are strings (store '" .. key .. "' as a string)", 2) end
+        if key:sub(1, 1) == "@" then error("cmd.store keys starting with '@' are the runtime's; '" .. key .. "' cannot be set", 2) end
+        store_put(store_records[proxy], key, value, 2)
+      end,
+      -- An iterator that does not hand out the data itself, which would skip the checks.
+      __pairs = function(proxy)
+        local data = store_records[proxy].store_data
+        return function(_, key) return next(data, key) end, nil, nil
+      end,
+      __metatable = "cmd.store",
+    }
+
     -- A helper whose `hosts` has "@portal" may reach the hosts the network names as its
     -- portal during the command: the captive probe's redirect, the Captive Portal API's
     -- URLs, the URLs of the WISPr messages wispr.login and wispr.logoff read.
-    local function portal_allower(context)
-      if not context.portal_hosts then return function() end end
-      local allowed = {}
-      for _, pattern in ipairs(context.hosts or {}) do allowed[pattern] = true end
-      return function(address)
-        local host = type(address) == "string" and url_parse(address).host
-        if host and host ~= "" and not allowed[host:lower()] then
-          allowed[host:lower()] = true
-          context.hosts[#context.hosts + 1] = host:lower()
-        end
+    local function allow_portal(record, address)
+      local context = record.context
+      if not context.portal_hosts then return end
+      local allowed = record.allowed_hosts
+      if allowed == nil then
+        allowed = {}
+        for _, pattern in ipairs(context.hosts) do allowed[pattern] = true end
+        record.allowed_hosts = allowed
+      end
+      local host = type(address) == "string" and url_parse(address).host
+      if host and host ~= "" and not allowed[host:lower()] then
+        allowed[host:lower()] = true
+        context.hosts[#context.hosts + 1] = host:lower()
       end
     end
 
@@ -117,8 +157,8 @@ enum HelperPrelude {
         local record = command_record(cmd, "capport.fetch")
         local status, problem = http_capport(record.context)
         if status then
-          record.allow_portal(status.user_portal_url)
-          record.allow_portal(status.venue_info_url)
+          allow_portal(record, status.user_portal_url)
+          allow_portal(record, status.venue_info_url)
         end
         return status, problem
       end,
@@ -160,7 +200,7 @@ enum HelperPrelude {
       if type(options) ~= "table" or type(options.username) ~= "string" or type(options.password) ~= "string" then
         error("wispr.login expects { username = \"...\", password = \"...\" }", 2)
       end
-      local allow = record.allow_portal
+      local function allow(address) allow_portal(record, address) end
       local address = options.url
       if address == nil then
         local verdict = cmd:probe()
@@ -195,7 +235,7 @@ enum HelperPrelude {
       if not redirect.login_url then return { result = "protocol_error", reply = "the Redirect has no LoginURL", message = redirect } end
       allow(redirect.login_url)
       allow(redirect.abort_login_url)
-      record.put(WISPR_ABORT_KEY, redirect.abort_login_url, 2)
+      store_put(record, WISPR_ABORT_KEY, redirect.abort_login_url, 2)
       local form = wispr_login_form(redirect, options.username, options.password, options.originating_server)
       local reply, _, outcome = wispr_fetch(cmd, { method = "POST", url = redirect.login_url, form = form })
       local polls = 0
@@ -218,8 +258,8 @@ enum HelperPrelude {
       if reply.response_code == 50 then
         result.result = "success"
         result.logoff_url = reply.logoff_url
-        record.put(WISPR_LOGOFF_KEY, reply.logoff_url, 2)
-        record.put(WISPR_ABORT_KEY, nil, 2)
+        store_put(record, WISPR_LOGOFF_KEY, reply.logoff_url, 2)
+        store_put(record, WISPR_ABORT_KEY, nil, 2)
       elseif result.result == "success" then
         result.result = "protocol_error"  -- 150 answers a logoff, not a login
       end
@@ -231,10 +271,10 @@ enum HelperPrelude {
       local record = command_record(cmd, caller)
       local address = cmd.store[key]
       if not address then return { result = missing, reply = "no URL for " .. caller .. " from an earlier wispr.login" } end
-      record.allow_portal(address)
+      allow_portal(record, address)
       local reply, _, outcome = wispr_fetch(cmd, { url = address })
       if outcome then return outcome end
-      record.put(key, nil, 2)
+      store_put(record, key, nil, 2)
       if not reply then return { result = "protocol_error", reply = "the gateway answered without a WISPr message" } end
       local result = wispr_outcome(reply)
       if reply.response_code ~= expected then
@@ -258,6 +298,97 @@ enum HelperPrelude {
       return { ssid = network.ssid, bssid = network.bssid, password = settings.password, confidence = settings.confidence }
     end
 
+    local socket_opener, create_response
+
+    -- What `cmd` offers besides its fields, made on first use (see lazy_methods).
+    local COMMAND = lazy_methods({
+      -- Both cmd:http{...} and cmd.http{...} work.
+      http = function(cmd, record)
+        return function(self, options)
+          if options == nil and self ~= cmd then options = self end
+          if type(options) ~= "table" then
+            error("cmd:http expects a table of options, such as { url = \"https://portal.example/login\" }", 2)
+          end
+          local ok, response, message = pcall(http_request, record.context, options)
+          if not ok then error(response, 2) end
+          return response, message
+        end
+      end,
+      probe = function(_, record)
+        return function()
+          local verdict = http_probe(record.context)
+          if verdict.state == "captive" then allow_portal(record, verdict.portal_url) end
+          return verdict
+        end
+      end,
+      -- cmd:tcp(host, port, options) and cmd:udp(host, port, options); the dot forms work too.
+      tcp = function(cmd, record) return socket_opener(cmd, record, socket_tcp) end,
+      udp = function(cmd, record) return socket_opener(cmd, record, socket_udp) end,
+      secret = function(cmd, record)
+        return function(self, name)
+          if name == nil and self ~= cmd then name = self end
+          if type(name) ~= "string" then error("cmd:secret expects the secret's name", 2) end
+          local value = (record.context.secrets or {})[name]
+          if value == nil then
+            error("no secret '" .. name .. "' in this helper's section of the secrets file", 2)
+          end
+          return value
+        end
+      end,
+      store = function(_, record)
+        local proxy = setmetatable({}, STORE)
+        store_records[proxy] = record
+        return proxy
+      end,
+      -- A tail call: errors at level 2 in create_response point at the script's line.
+      create_response = function(_, record)
+        return function(self, result) return create_response(record, self, result) end
+      end,
+    }, commands, "cmd")
+
+    function socket_opener(cmd, record, open)
+      return function(self, host_name, port, options)
+        if self ~= cmd then host_name, port, options = self, host_name, port end
+        local ok, socket, message = pcall(open, record.context, host_name, port, options)
+        if not ok then error(socket, 2) end
+        return socket, message
+      end
+    end
+
+    function create_response(record, self, result)
+      if result == nil and type(self) == "string" then result = self end
+      if not RESULTS[result] then
+        error("unknown result '" .. tostring(result) .. "'; use one of " .. RESULT_NAMES, 2)
+      end
+      local known = record.known
+      local response = {}
+      local chosen, chosen_list, sent
+      function response.set_network(_, net)
+        if known[net] == nil then error("set_network expects a network from the command (cmd.network or cmd.network_list)", 2) end
+        chosen = net
+      end
+      function response.set_network_list(_, nets)
+        if type(nets) ~= "table" then error("set_network_list expects a list of networks", 2) end
+        for _, net in ipairs(nets) do
+          if known[net] == nil then error("set_network_list expects networks from cmd.network_list", 2) end
+        end
+        chosen_list = nets
+      end
+      function response.deliver()
+        if sent then error("deliver() works once: this response was already delivered", 2) end
+        if record.delivered then error("this command already has a delivered response", 2) end
+        sent = true
+        local delivered = { result = result }
+        if chosen then delivered.network = network_answer(chosen, known) end
+        if chosen_list then
+          delivered.network_list = {}
+          for i, net in ipairs(chosen_list) do delivered.network_list[i] = network_answer(net, known) end
+        end
+        record.delivered = delivered
+      end
+      return response
+    end
+
     local function dispatch(exports, command)
       local known = {}
       local network = command.network and make_network(command.network, known)
@@ -266,104 +397,32 @@ enum HelperPrelude {
         list = {}
         for i, fields in ipairs(command.network_list) do list[i] = make_network(fields, known) end
       end
-      local store, store_changes, store_put = make_store(command.store or {})
-      local delivered
-      local cmd = { type = command.type, network = network, network_list = list, store = store, answers = command.answers }
-      -- Set by the runtime; kept in this closure, out of the script's reach.
+      local cmd = setmetatable({ type = command.type, network = network, network_list = list, answers = command.answers }, COMMAND)
+      -- Set by the runtime; kept in the record, out of the script's reach.
       local context = command.context or {}
       context.hosts = context.hosts or {}
-      local secrets = context.secrets or {}
-      local allow_portal = portal_allower(context)
-      commands[cmd] = { context = context, put = store_put, allow_portal = allow_portal }
-
-      -- Both cmd:http{...} and cmd.http{...} work.
-      function cmd.http(self, options)
-        if options == nil and self ~= cmd then options = self end
-        if type(options) ~= "table" then
-          error("cmd:http expects a table of options, such as { url = \"https://portal.example/login\" }", 2)
-        end
-        local ok, response, message = pcall(http_request, context, options)
-        if not ok then error(response, 2) end
-        return response, message
-      end
-
-      function cmd.probe()
-        local verdict = http_probe(context)
-        if verdict.state == "captive" then allow_portal(verdict.portal_url) end
-        return verdict
-      end
-
-      -- cmd:tcp(host, port, options) and cmd:udp(host, port, options); the dot forms work too.
-      local function socket_opener(open)
-        return function(self, host_name, port, options)
-          if self ~= cmd then host_name, port, options = self, host_name, port end
-          local ok, socket, message = pcall(open, context, host_name, port, options)
-          if not ok then error(socket, 2) end
-          return socket, message
-        end
-      end
-      cmd.tcp = socket_opener(socket_tcp)
-      cmd.udp = socket_opener(socket_udp)
-
-      function cmd.secret(self, name)
-        if name == nil and self ~= cmd then name = self end
-        if type(name) ~= "string" then error("cmd:secret expects the secret's name", 2) end
-        local value = secrets[name]
-        if value == nil then
-          error("no secret '" .. name .. "' in this helper's section of the secrets file", 2)
-        end
-        return value
-      end
-
-      function cmd.create_response(self, result)
-        if result == nil and type(self) == "string" then result = self end
-        if not RESULTS[result] then
-          error("unknown result '" .. tostring(result) .. "'; use one of " .. RESULT_NAMES, 2)
-        end
-        local response = {}
-        local chosen, chosen_list, sent
-        function response.set_network(_, net)
-          if known[net] == nil then error("set_network expects a network from the command (cmd.network or cmd.network_list)", 2) end
-          chosen = net
-        end
-        function response.set_network_list(_, nets)
-          if type(nets) ~= "table" then error("set_network_list expects a list of networks", 2) end
-          for _, net in ipairs(nets) do
-            if known[net] == nil then error("set_network_list expects networks from cmd.network_list", 2) end
-          end
-          chosen_list = nets
-        end
-        function response.deliver()
-          if sent then error("deliver() works once: this response was already delivered", 2) end
-          if delivered then error("this command already has a delivered response", 2) end
-          sent = true
-          delivered = { result = result }
-          if chosen then delivered.network = network_answer(chosen, known) end
-          if chosen_list then
-            delivered.network_list = {}
-            for i, net in ipairs(chosen_list) do delivered.network_list[i] = network_answer(net, known) end
-          end
-        end
-        return response
-      end
+      local record = { context = context, known = known, store_data = command.store or {} }
+      commands[cmd] = record
 
       local handler = rawget(exports, command.type)
+      local answer
       if type(handler) ~= "function" then
-        return { result = "command_not_recognized", store = store_changes() }
-      end
-      local returned = handler(cmd)
-      if not delivered then
-        -- Shorthands: an undelivered response, a result name, or for evaluate a confidence.
-        if type(returned) == "table" and type(returned.deliver) == "function" then
-          returned:deliver()
-        elseif command.type == "evaluate" and CONFIDENCES[returned] then
-          delivered = { result = "success", network = { ssid = network.ssid, confidence = returned } }
-        elseif RESULTS[returned] then
-          delivered = { result = returned }
+        answer = { result = "command_not_recognized" }
+      else
+        local returned = handler(cmd)
+        if not record.delivered then
+          -- Shorthands: an undelivered response, a result name, or for evaluate a confidence.
+          if type(returned) == "table" and type(returned.deliver) == "function" then
+            returned:deliver()
+          elseif command.type == "evaluate" and CONFIDENCES[returned] then
+            record.delivered = { result = "success", network = { ssid = network.ssid, confidence = returned } }
+          elseif RESULTS[returned] then
+            record.delivered = { result = returned }
+          end
         end
+        answer = record.delivered or { result = "failure", error = "no response delivered" }
       end
-      local answer = delivered or { result = "failure", error = "no response delivered" }
-      answer.store = store_changes()
+      answer.store = record.store and record.store.changed and record.store.data or nil
       return answer
     end
 
