@@ -19,12 +19,15 @@ func measureDaemonMemory() async throws -> [Figure] {
         let memory = try ProcessTreeMemory(root: daemon.pid)
         guard daemon.terminate() == 0 else { throw BenchError("run with \(count) scripts did not stop cleanly on SIGTERM") }
         let stock = try ResidentMemory(status: StockLua.run(holding: sources))
+        // The goal is judged on the RAM the daemon's processes keep resident together.
+        let together = memory.distinct ?? memory.resident
         figures.append(Figure(
             name: "Idle daemon RSS, \(count) script\(count == 1 ? "" : "s")",
-            result: "\(mebibytes(memory.resident)) in \(memory.processes) processes (anonymous \(mebibytes(memory.anonymous)), PSS \(mebibytes(memory.proportional)))",
-            baseline: (mebibytes(stock.total), ratio(Double(memory.resident), over: Double(stock.total)),
-                       "RSS: VmRSS of a lua5.4 process holding the same scripts in one state."),
-            goals: count == 50 ? [.init(text: "≤ 30 MiB", met: memory.resident <= 30 << 20)] : []))
+            result: "\(mebibytes(together)) \(memory.distinct == nil ? "RSS added up" : "distinct pages") in \(memory.processes) processes "
+                + "(RSS added up \(mebibytes(memory.resident)), PSS \(mebibytes(memory.proportional)), anonymous \(mebibytes(memory.anonymous)))",
+            baseline: (mebibytes(stock.total), ratio(Double(together), over: Double(stock.total)),
+                       "RSS: VmRSS of a lua5.4 process holding the same scripts in one state. Distinct pages: the physical pages resident in the daemon or any of its workers, each counted once (from /proc/PID/pagemap, as root); RSS added up counts the libraries they share once per process."),
+            goals: count == 50 ? [.init(text: "≤ 30 MiB", met: together <= 30 << 20)] : []))
     }
     return figures
 }

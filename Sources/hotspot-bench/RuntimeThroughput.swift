@@ -35,7 +35,7 @@ func measureRuntimeThroughput(networks count: Int = 64, helpers: Int = 10) async
     let failures = failed == 0 ? "" : ", \(grouped(failed)) commands failed"
     return Figure(
         name: "Commands per second, runtime",
-        result: "\(grouped(Int(rate))) maintains/s (\(count) networks and callers, \(helpers) helpers, 2 workers, \(significant(run.elapsed / 1e9)) s\(failures))",
+        result: "\(grouped(Int(rate))) maintains/s (\(count) networks and callers, \(helpers) helpers, \(bench.engine.configuration.workerCount) worker\(bench.engine.configuration.workerCount == 1 ? "" : "s"), \(significant(run.elapsed / 1e9)) s\(failures))",
         baseline: ("\(grouped(Int(directRate))) calls/s", ratio(rate, over: directRate),
                    "Runtime commands per second: the same \(count) callers sending the same maintain command tables with `engine.call(handle, \"dispatch\", ...)` to the same scripts loaded a second time, in turns with the runtime's (3 × 1 s each)."),
         goals: [.init(text: "≥ 20,000 commands/s", met: rate >= 20_000 && failed == 0)])

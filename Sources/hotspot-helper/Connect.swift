@@ -57,7 +57,7 @@ struct Connect: AsyncParsableCommand {
 
     func run() async throws {
         let output = EventOutput(json: json)
-        let loaded = try await LoadedHelpers.load(scripts, output: output)
+        let loaded = try await LoadedHelpers.load(scripts, workers: runtimeOptions.workers, output: output)
         defer { loaded.engine.shutdown() }
         var configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP

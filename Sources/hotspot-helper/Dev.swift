@@ -77,7 +77,7 @@ struct Dev: AsyncParsableCommand {
         // A helper that claims success while the portal still holds the network is reported.
         configuration.verifyAuthentication = true
         let answers = try answerOptions.answers()
-        let engine = try LoadedHelpers.engine(output: output)
+        let engine = try LoadedHelpers.engine(workers: runtimeOptions.workers, output: output)
         defer { engine.shutdown() }
         let catalog = HelperCatalog(path: script, engine: engine, retirementDelay: configuration.commandDeadline)
         let progress = ProgressLine(enabled: !json)

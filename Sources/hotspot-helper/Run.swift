@@ -86,7 +86,7 @@ struct Run: AsyncParsableCommand {
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
         configuration.verifyAuthentication = !keeping.probeURLs.isEmpty
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
-        let engine = try LoadedHelpers.engine(output: output)
+        let engine = try LoadedHelpers.engine(workers: runtimeOptions.workers, output: output)
         defer { engine.shutdown() }
         let catalog = HelperCatalog(path: scripts, engine: engine, retirementDelay: configuration.commandDeadline)
         let firstLoad = await catalog.refresh()

@@ -52,8 +52,13 @@ struct RuntimeOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Deadline of each command in seconds (present_ui has none).", valueName: "seconds"))
     var deadline = 45.0
 
+    @Option(help: ArgumentHelp("Worker processes that run the scripts, 1 to 16. Scripts run in parallel with one; more cost about 9 MiB each and narrow what a worker killed for an overrun interrupts.",
+                               valueName: "count"))
+    var workers = 1
+
     func validate() throws {
         guard deadline > 0 else { throw ValidationError("--deadline must be a positive number of seconds") }
+        guard (1...16).contains(workers) else { throw ValidationError("--workers must be between 1 and 16, not \(workers)") }
     }
 
     /// The runtime's configuration, with the secrets file read (or exit 2 saying why not).
@@ -85,8 +90,8 @@ struct LoadedHelpers {
     let engine: LuaEngine
     let helpers: [HelperScript]
 
-    static func load(_ path: String, output: EventOutput) async throws -> LoadedHelpers {
-        let engine = try engine(output: output)
+    static func load(_ path: String, workers: Int? = nil, output: EventOutput) async throws -> LoadedHelpers {
+        let engine = try engine(workers: workers, output: output)
         let (helpers, problems) = await HotspotRuntime.loadHelpers(at: path, into: engine)
         guard problems.isEmpty else {
             engine.shutdown()
@@ -102,10 +107,11 @@ struct LoadedHelpers {
         output.fail("fix the script\(problems.count == 1 ? "" : "s") above; `hotspot-helper check` lists every problem")
     }
 
-    /// The script engine's workers, or exit 2 saying why they did not start.
-    static func engine(output: EventOutput) throws -> LuaEngine {
+    /// The script engine's workers (`workers` of them, or the runtime's default), or exit 2
+    /// saying why they did not start.
+    static func engine(workers: Int? = nil, output: EventOutput) throws -> LuaEngine {
         do {
-            return try LuaEngine(HotspotRuntime.engineConfiguration())
+            return try LuaEngine(workers.map { HotspotRuntime.engineConfiguration(workerCount: $0) } ?? HotspotRuntime.engineConfiguration())
         } catch {
             output.fail("cannot start the script engine: \(error)")
             throw ExitCode(2)

@@ -199,6 +199,25 @@ struct DaemonTests {
         #expect(try await daemon.waitForExit() == 0)
     }
 
+    /// One worker process by default (its scripts run in parallel on threads of their own);
+    /// `--workers` asks for more.
+    @Test(arguments: [nil, 3])
+    func theScriptsRunInAsManyWorkerProcessesAsAsked(workers: Int?) async throws {
+        let venue = try await Self.aromaVenue()
+        defer { Task { await venue.portal.stop() } }
+        let daemon = try RunningCLI(venue.arguments(workers.map { ["--workers", String($0)] } ?? []))
+        try await daemon.waitForEvent(Self.isState("authenticated"))
+        let children = try FileManager.default.contentsOfDirectory(atPath: "/proc").filter { entry in
+            guard Int32(entry) != nil, let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8) else { return false }
+            // The fields after the parenthesised name: state, then the parent's id.
+            let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+            return fields.count > 1 && Int32(fields[1]) == daemon.process.processIdentifier
+        }
+        #expect(children.count == workers ?? 1)
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
     @Test func usageErrorsSayWhatIsExpected() async throws {
         let scripts = try CLI.temporaryDirectory()
         let noSource = try await CLI.run(["run", "--scripts", scripts])
@@ -207,6 +226,9 @@ struct DaemonTests {
         let badSource = try await CLI.run(["run", "--scripts", scripts, "--source", "wlan0:Cafe"])
         #expect(badSource.status == 2)
         #expect(badSource.errors.contains("expected interface:IFACE:SSID"))
+        let noWorkers = try await CLI.run(["run", "--scripts", scripts, "--source", "interface:lo:Cafe", "--workers", "0"])
+        #expect(noWorkers.status == 2)
+        #expect(noWorkers.errors.contains("--workers must be between 1 and 16, not 0"))
         let noInterface = try await CLI.run(["run", "--scripts", scripts, "--source", "interface:nosuch0:Cafe"])
         #expect(noInterface.status == 2)
         #expect(noInterface.errors.contains("no network interface called \"nosuch0\""))
