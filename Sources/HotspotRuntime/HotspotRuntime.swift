@@ -72,8 +72,16 @@ public actor HotspotRuntime {
         var retryDelay: Duration?
         /// Names this session's cookie jars in the workers: a new session starts empty.
         let cookieSession = UUID().uuidString
-        /// The pending maintain or retry.
-        var timer: Task<Void, Never>?
+        /// When the pending maintain or retry comes.
+        var due: Due?
+        /// Reading the network's Captive Portal API to bring its maintain forward.
+        var scheduling: Task<Void, Never>?
+    }
+
+    struct Due {
+        let at: ContinuousClock.Instant
+        /// A maintain; otherwise a retry after `temporary_failure`.
+        let maintain: Bool
     }
 
     public private(set) var helpers: [HelperScript]
@@ -82,6 +90,11 @@ public actor HotspotRuntime {
     private nonisolated let engine: LuaEngine
     nonisolated let emit: @Sendable (HotspotEvent) -> Void
     private var sessions: [String: Session] = [:]
+    /// One alarm for every session's maintain or retry: it sleeps until the earliest, so
+    /// scheduling a later one (each maintain does) starts no task and wakes nothing.
+    private var alarm: Task<Void, Never>?
+    private var alarmSleep: (until: ContinuousClock.Instant, task: Task<Void, Never>)?
+    private var timersStopped = false
 
     public init(engine: LuaEngine, helpers: [HelperScript], persistence: StateDirectory,
                 configuration: Configuration = .init(), events: @escaping @Sendable (HotspotEvent) -> Void) {
@@ -114,7 +127,7 @@ public actor HotspotRuntime {
     /// (authenticated, presenting UI, failed) and returns that state.
     @discardableResult
     public func join(_ network: NetworkDescription) async -> HotspotState {
-        sessions[network.ssid]?.timer?.cancel()
+        clearTimer(network.ssid)
         sessions[network.ssid] = Session(network: network)
         return await start(network.ssid)
     }
@@ -237,14 +250,12 @@ public actor HotspotRuntime {
     /// Runs `maintain` now on an authenticated network (the timer does this every interval).
     @discardableResult
     public func maintain(_ ssid: String) async -> HotspotState {
-        sessions[ssid]?.timer?.cancel()
+        clearTimer(ssid)
         return await timerFired(ssid, maintain: true)
     }
 
-    /// A maintain or retry timer went off: the task running this is that timer, which must
-    /// not be cancelled along the way.
+    /// A maintain or retry came (its timer, or the user asked for a maintain).
     private func timerFired(_ ssid: String, maintain: Bool) async -> HotspotState {
-        sessions[ssid]?.timer = nil
         guard maintain else {
             guard sessions[ssid]?.state == .failure else { return state(of: ssid) }
             sessions[ssid]?.network.didAutoJoin = true
@@ -276,7 +287,7 @@ public actor HotspotRuntime {
     @discardableResult
     public func logoff(_ ssid: String) async -> HotspotState {
         guard let session = sessions[ssid], session.state == .authenticated else { return state(of: ssid) }
-        session.timer?.cancel()
+        clearTimer(ssid)
         if let id = session.helper, let helper = helpers.first(where: { $0.id == id }) {
             transition(ssid, to: .loggingOff, helper: id)
             _ = await send(.logoff, to: helper, network: session.network, isChosen: true,
@@ -289,7 +300,7 @@ public actor HotspotRuntime {
     /// The device left the network: no command is sent.
     public func leave(_ ssid: String) {
         guard let session = sessions[ssid] else { return }
-        session.timer?.cancel()
+        clearTimer(ssid)
         transition(ssid, to: .inactive, helper: session.helper)
         sessions[ssid] = nil
     }
@@ -345,36 +356,79 @@ public actor HotspotRuntime {
 
     /// No maintain or retry runs after this (the daemon is stopping).
     public func stopTimers() {
-        for ssid in sessions.keys {
-            sessions[ssid]?.timer?.cancel()
-            sessions[ssid]?.timer = nil
-        }
+        timersStopped = true
+        for ssid in sessions.keys { clearTimer(ssid) }
+        alarm?.cancel()
+        alarmSleep?.task.cancel()
     }
 
     private func scheduleMaintain(_ ssid: String) {
+        guard let network = sessions[ssid]?.network else { return }
         let interval = configuration.maintainInterval
-        let network = sessions[ssid]?.network
-        sessions[ssid]?.timer?.cancel()
-        sessions[ssid]?.timer = Task { [weak self] in
-            let delay = await self?.maintainDelay(for: network, interval: interval) ?? interval
-            try? await Task.sleep(for: delay)
-            guard !Task.isCancelled else { return }
-            _ = await self?.timerFired(ssid, maintain: true)
+        setTimer(ssid, Due(at: .now + interval, maintain: true))
+        guard network.captivePortalAPI != nil else { return }
+        // What the API says about the session may bring the maintain forward.
+        sessions[ssid]?.scheduling = Task { [weak self] in
+            guard let delay = await self?.maintainDelay(for: network, interval: interval) else { return }
+            await self?.bringMaintainForward(ssid, to: .now + delay)
         }
     }
 
+    private func bringMaintainForward(_ ssid: String, to at: ContinuousClock.Instant) {
+        // A maintain, logoff or leave since cancelled the reading: its answer is stale.
+        guard !Task.isCancelled, let due = sessions[ssid]?.due, due.maintain, at < due.at else { return }
+        setTimer(ssid, Due(at: at, maintain: true))
+    }
+
     private func scheduleRetry(_ ssid: String) {
-        guard var session = sessions[ssid] else { return }
+        guard let session = sessions[ssid] else { return }
         let delay = session.retryDelay.map { min($0 * 2, configuration.retryMaximumDelay) } ?? configuration.retryFirstDelay
-        session.retryDelay = delay
-        session.timer?.cancel()
-        session.timer = Task { [weak self] in
-            try? await Task.sleep(for: delay)
-            guard !Task.isCancelled else { return }
-            _ = await self?.timerFired(ssid, maintain: false)
-        }
-        sessions[ssid] = session
+        sessions[ssid]?.retryDelay = delay
+        setTimer(ssid, Due(at: .now + delay, maintain: false))
         log(ssid, "info", "retrying \(ssid) in \(delay)")
+    }
+
+    private func clearTimer(_ ssid: String) {
+        sessions[ssid]?.scheduling?.cancel()
+        sessions[ssid]?.scheduling = nil
+        sessions[ssid]?.due = nil
+    }
+
+    private func setTimer(_ ssid: String, _ due: Due) {
+        guard !timersStopped, sessions[ssid] != nil else { return }
+        sessions[ssid]?.due = due
+        if alarm == nil {
+            alarm = Task { [weak self] in
+                while let sleep = await self?.nextAlarmSleep() {
+                    await sleep.value
+                    await self?.fireDueTimers()
+                }
+            }
+        } else if let sleeping = alarmSleep, due.at < sleeping.until {
+            sleeping.task.cancel()  // wakes the alarm to sleep until this one instead
+        }
+    }
+
+    /// A sleep until the earliest maintain or retry; nil (and the alarm ends) when none is due.
+    private func nextAlarmSleep() -> Task<Void, Never>? {
+        guard !timersStopped, let earliest = sessions.values.compactMap(\.due?.at).min() else {
+            alarm = nil
+            alarmSleep = nil
+            return nil
+        }
+        let sleep = Task { _ = try? await Task.sleep(until: earliest, clock: .continuous) }
+        alarmSleep = (earliest, sleep)
+        return sleep
+    }
+
+    private func fireDueTimers() {
+        let now = ContinuousClock.now
+        for (ssid, session) in sessions {
+            guard let due = session.due, due.at <= now else { continue }
+            sessions[ssid]?.due = nil
+            // A task of its own per firing, which nothing cancels: its commands run to their end.
+            Task { await self.timerFired(ssid, maintain: due.maintain) }
+        }
     }
 
     // MARK: commands

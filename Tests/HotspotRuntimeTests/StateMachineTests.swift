@@ -170,6 +170,44 @@ import Testing
         #expect(retries.last?.contains("0.1 seconds") == true)
         await fixture.runtime.leave(guest.ssid)
     }
+
+    /// Every session's maintain and retry share one alarm, asleep until the earliest: a
+    /// retry due before a pending maintain must wake it.
+    @Test func aRetryDueBeforeAnotherNetworksMaintainComesOnTime() async throws {
+        let claim = """
+            cmd.network:set_confidence(cmd.network.ssid == NETWORK and "high" or "none")
+            local response = cmd:create_response("success")
+            response:set_network(cmd.network)
+            response:deliver()
+            """
+        let fixture = try await RuntimeFixture(scripts: [
+            "steady": venue("Steady", evaluate: claim.replacingOccurrences(of: "NETWORK", with: "'Steady'"),
+                            handlers: ["authenticate": "return 'success'"]),
+            "flaky": venue("Flaky", evaluate: claim.replacingOccurrences(of: "NETWORK", with: "'Flaky'"), handlers: [
+                "authenticate": """
+                    local tries = (tonumber(cmd.store.tries) or 0) + 1
+                    cmd.store.tries = tostring(tries)
+                    return tries < 2 and 'temporary_failure' or 'success'
+                    """,
+            ]),
+        ], configuration: .init(commandDeadline: .seconds(5), maintainInterval: .seconds(60), retryFirstDelay: .milliseconds(100)))
+        #expect(await fixture.runtime.join(NetworkDescription(ssid: "Steady")) == .authenticated)
+        #expect(await fixture.runtime.join(NetworkDescription(ssid: "Flaky")) == .failure)
+        try await eventually { await fixture.runtime.state(of: "Flaky") == .authenticated }
+        #expect(await fixture.runtime.state(of: "Flaky") == .authenticated, "the retry came before the alarm's next maintain, 60 s on")
+        #expect(await fixture.runtime.state(of: "Steady") == .authenticated)
+        await fixture.runtime.stopTimers()
+    }
+
+    @Test func noRetryRunsAfterTheTimersStop() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "flaky": venue("Flaky", confidence: "high", handlers: ["authenticate": "return 'temporary_failure'"]),
+        ], configuration: .init(commandDeadline: .seconds(5), retryFirstDelay: .milliseconds(50)))
+        #expect(await fixture.runtime.join(guest) == .failure)
+        await fixture.runtime.stopTimers()
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(fixture.events.commands(.authenticate).count == 1)
+    }
 }
 
 @Suite struct ContractTests {
