@@ -50,7 +50,7 @@ let package = Package(
         .executableTarget(name: "hotspot-helper-worker", dependencies: ["LuaSandbox", "ScriptLibraries"], swiftSettings: swiftSettings),
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
-        .target(name: "HotspotRuntime", dependencies: ["LuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
+        .target(name: "HotspotRuntime", dependencies: ["LuaSandbox", "CLuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
         // The portal simulator: captive-portal scenarios on a real HTTP server.
         .target(
             name: "PortalSimulator", dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
