@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -17,7 +17,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        // Without its "FullFoundation" trait, Hummingbird needs FoundationEssentials only, and so does the daemon.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0", traits: ["ConfigurationSupport"]),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
@@ -50,7 +51,7 @@ let package = Package(
         .executableTarget(name: "hotspot-helper-worker", dependencies: ["LuaSandbox", "ScriptLibraries"], swiftSettings: swiftSettings),
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
-        .target(name: "HotspotRuntime", dependencies: ["LuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
+        .target(name: "HotspotRuntime", dependencies: ["LuaSandbox", "CLuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
         // The portal simulator: captive-portal scenarios on a real HTTP server.
         .target(
             name: "PortalSimulator", dependencies: [.product(name: "Hummingbird", package: "hummingbird")],

@@ -287,7 +287,7 @@ private struct CurlLists {
 }
 
 extension Substring {
-    func trimmingWhitespace() -> String {
+    package func trimmingWhitespace() -> String {
         guard let first = firstIndex(where: { !$0.isWhitespace }), let last = lastIndex(where: { !$0.isWhitespace }) else {
             return ""
         }

@@ -196,5 +196,5 @@ enum RegularExpression {
 }
 
 extension String {
-    func trimmingWhitespace() -> String { self[...].trimmingWhitespace() }
+    package func trimmingWhitespace() -> String { self[...].trimmingWhitespace() }
 }

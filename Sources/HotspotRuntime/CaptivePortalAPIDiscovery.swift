@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import HotspotNetwork
 
 /// Where the platform has put a network's RFC 8910 Captive Portal API URI (DHCPv4 option
 /// 114), best effort: NetworkManager (`nmcli -g DHCP4.OPTION device show IFACE`), then
@@ -32,7 +36,7 @@ public enum CaptivePortalAPIDiscovery {
     static func fromNetworkManager(_ output: String) -> String? {
         let entries = output.split(whereSeparator: { $0 == "\n" }).flatMap { $0.components(separatedBy: " | ") }
         for entry in entries {
-            let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingWhitespace() }
             if parts.count == 2, ["captive_portal", "unknown_114", "option_114"].contains(parts[0]), !parts[1].isEmpty {
                 return parts[1]
             }
@@ -48,10 +52,10 @@ public enum CaptivePortalAPIDiscovery {
     static func fromDhclientLeases(_ leases: String, interface: String) -> String? {
         let blocks = leases.components(separatedBy: "lease {").filter { $0.contains("interface \"\(interface)\";") }
         guard let last = blocks.last else { return nil }
-        for line in last.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+        for line in last.split(separator: "\n").map({ $0.trimmingWhitespace() }) {
             guard let name = ["option captive-portal ", "option unknown-114 "].first(where: { line.hasPrefix($0) }) else { continue }
-            let value = line.dropFirst(name.count).trimmingCharacters(in: CharacterSet(charactersIn: ";"))
-            if value.hasPrefix("\"") { return value.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+            let value = line.dropFirst(name.count).trimming(";")
+            if value.hasPrefix("\"") { return String(value.trimming("\"")) }
             let bytes = value.split(separator: ":").compactMap { UInt8($0, radix: 16) }
             return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
         }
@@ -59,16 +63,16 @@ public enum CaptivePortalAPIDiscovery {
     }
 
     private static func run(_ executable: String, _ arguments: [String]) -> String? {
-        guard FileManager.default.isExecutableFile(atPath: executable) else { return nil }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+        guard let finished = Subprocess.run(executable, arguments), finished.exitStatus == 0 else { return nil }
+        return String(decoding: finished.output, as: UTF8.self)
+    }
+}
+
+extension Substring {
+    /// Without `character` at either end, however many times it is there.
+    fileprivate func trimming(_ character: Character) -> Substring {
+        let start = firstIndex { $0 != character } ?? endIndex
+        let end = lastIndex { $0 != character }.map(index(after:)) ?? start
+        return self[start..<end]
     }
 }

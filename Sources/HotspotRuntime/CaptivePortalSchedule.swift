@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 import HotspotNetwork
 
 /// When the next `maintain` comes on a network with an RFC 8908 Captive Portal API: before
@@ -40,7 +40,7 @@ extension HotspotRuntime {
         if let seconds = status.secondsRemaining, delay < interval {
             let plan = status.canExtendSession ? "extend it" : "log in again once it has run out"
             emit(HotspotEvent(event: .log, network: network.ssid, level: "info",
-                              message: "the session has \(seconds.formatted()) s left; maintain in \(delay) to \(plan)"))
+                              message: "the session has \(seconds.plainDescription) s left; maintain in \(delay) to \(plan)"))
         }
         return delay
     }

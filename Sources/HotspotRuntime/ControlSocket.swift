@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Synchronization
 
 /// What a person asks a running daemon (`hotspot-helper ui|logoff|disable|enable`).
@@ -82,13 +83,12 @@ public final class ControlServer: Sendable {
         self.listener = listener
         self.wakeUp = WakeUpPipe()
         let wakeUp = self.wakeUp
-        let thread = Thread {
+        // Queues of their own, so blocking accepts and reads never hold Swift concurrency's threads.
+        DispatchQueue(label: "control-socket").async {
             Self.acceptConnections(listener: listener, wakeUp: wakeUp, handler: handler)
             close(listener)
             wakeUp.close()
         }
-        thread.name = "control-socket"
-        thread.start()
     }
 
     /// Stops accepting requests and removes the socket file.
@@ -111,9 +111,7 @@ public final class ControlServer: Sendable {
             let connection = accept(listener, nil, nil)
             guard connection >= 0 else { continue }
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
-            let worker = Thread { serve(connection, handler: handler) }
-            worker.name = "control-request"
-            worker.start()
+            DispatchQueue(label: "control-request").async { serve(connection, handler: handler) }
         }
     }
 

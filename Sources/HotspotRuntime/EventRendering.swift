@@ -1,5 +1,3 @@
-import Foundation
-
 extension HotspotEvent {
     /// One JSON object on one line, with the keys of the `connect --json` contract in order
     /// and explicit nulls.
@@ -39,7 +37,7 @@ extension HotspotEvent {
             let painted = paint(outcome, result == .success ? "32" : result == .failure ? "31" : "33")
             let confidence = self.confidence.map { " confidence \($0.rawValue)" } ?? ""
             let error = self.error.map { " — " + paint($0, "31") } ?? ""
-            let milliseconds = ms.map { String(format: " (%.1f ms)", $0) } ?? ""
+            let milliseconds = ms.map { " (\($0.withOneDecimal) ms)" } ?? ""
             return "\(network)\(command?.rawValue ?? "?") → \(helper ?? "?"): \(painted)\(confidence)\(milliseconds)\(error)"
         case .state:
             let by = helper.map { " (\($0))" } ?? ""
@@ -81,7 +79,7 @@ private enum JSONScalar {
         case .string(nil), .number(nil), .strings(nil): return "null"
         case .strings(let values?): return "[" + values.map { JSONScalar.string($0).json }.joined(separator: ",") + "]"
         case .number(let value?):
-            return value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+            return value.plainDescription
         case .string(let value?):
             var out = "\""
             for scalar in value.unicodeScalars {
@@ -91,11 +89,27 @@ private enum JSONScalar {
                 case "\n": out += "\\n"
                 case "\r": out += "\\r"
                 case "\t": out += "\\t"
-                case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+                case _ where scalar.value < 0x20:
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
                 default: out.unicodeScalars.append(scalar)
                 }
             }
             return out + "\""
         }
+    }
+}
+
+extension Double {
+    /// Without a fractional part when it has none ("12", "12.5"), as JSON writes numbers.
+    var plainDescription: String {
+        rounded() == self && abs(self) < 1e15 ? String(Int64(self)) : String(self)
+    }
+
+    /// Rounded to one decimal ("12.0", "0.3").
+    package var withOneDecimal: String {
+        guard isFinite, abs(self) < 1e15 else { return String(self) }
+        let tenths = Int64((abs(self) * 10).rounded())
+        return (self < 0 && tenths != 0 ? "-" : "") + "\(tenths / 10).\(tenths % 10)"
     }
 }

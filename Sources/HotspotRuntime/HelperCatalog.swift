@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 public import LuaSandbox
 
 /// The helpers at a script path (a file or a directory of `*.lua`), kept in step with the

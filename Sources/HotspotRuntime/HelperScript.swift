@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 public import LuaSandbox
 public import HotspotNetwork
 
@@ -38,13 +38,13 @@ public struct ScriptProblems: Error, Sendable, Equatable {
 extension HelperScript {
     /// The `.lua` files at `path`: the file itself, or those in the directory, sorted.
     public static func scriptPaths(at path: String) throws(ScriptProblem) -> [String] {
-        var isDirectory: ObjCBool = false
+        var isDirectory = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw ScriptProblem(location: path, message: "no such file or directory")
         }
-        guard isDirectory.boolValue else { return [path] }
+        guard isDirectory else { return [path] }
         let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-        return names.filter { $0.hasSuffix(".lua") }.sorted().map { (path as NSString).appendingPathComponent($0) }
+        return names.filter { $0.hasSuffix(".lua") }.sorted().map { path.pathAppending(component: $0) }
     }
 
     /// Loads `text`, read from the script at `path`, into `engine` and checks its contract:
@@ -66,7 +66,7 @@ extension HelperScript {
         }
         switch check(described, path: path, source: text) {
         case .success(let (displayName, hosts, handlers)):
-            let id = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+            let id = path.pathLastComponent.pathDeletingExtension
             return .success(HelperScript(id: id, path: path, displayName: displayName, hosts: hosts.patterns,
                                          followsPortal: hosts.followsPortal, handlers: handlers, handle: handle))
         case .failure(let problems):
@@ -146,7 +146,7 @@ extension HelperScript {
     /// The first line that assigns `key =` (a best effort: the line an operator looks at).
     static func lineOf(_ key: String, in source: String) -> Int? {
         for (index, line) in source.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            guard let range = line.range(of: key) else { continue }
+            guard let range = line.firstRange(of: key) else { continue }
             let before = line[..<range.lowerBound].last
             let after = line[range.upperBound...].drop { $0 == " " || $0 == "\t" }
             if before.map({ !($0.isLetter || $0.isNumber || $0 == "_") }) ?? true, after.hasPrefix("="), !after.hasPrefix("==") {
@@ -158,6 +158,6 @@ extension HelperScript {
 
     static func lastReturnLine(in source: String) -> Int? {
         let lines = source.split(separator: "\n", omittingEmptySubsequences: false)
-        return lines.lastIndex { $0.trimmingCharacters(in: .whitespaces).hasPrefix("return") }.map { $0 + 1 }
+        return lines.lastIndex { $0.trimmingWhitespace().hasPrefix("return") }.map { $0 + 1 }
     }
 }

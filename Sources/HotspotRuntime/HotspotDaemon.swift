@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import FoundationEssentials
 public import HotspotNetwork
 
 /// `hotspot-helper run`: the runtime kept going on a device. It joins the networks its

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import HotspotNetwork
 
 /// The six commands of the hotspot-helper model.

@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import Dispatch
+import FoundationEssentials
 
 /// Tells when the scripts at a path (a file, or a directory of `*.lua`) change on disk,
 /// through inotify.
@@ -20,12 +21,12 @@ public final class ScriptWatcher: Sendable {
     }
 
     public init(path: String, quietPeriod: Duration = .milliseconds(30)) throws(WatchError) {
-        var isDirectory: ObjCBool = false
+        var isDirectory = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw WatchError(description: "\(path): no such file or directory")
         }
-        let directory = isDirectory.boolValue ? path : (path as NSString).deletingLastPathComponent
-        let onlyName: String? = isDirectory.boolValue ? nil : (path as NSString).lastPathComponent
+        let directory = isDirectory ? path : path.pathDeletingLastComponent
+        let onlyName: String? = isDirectory ? nil : path.pathLastComponent
         let inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
         guard inotify >= 0 else { throw WatchError(description: "cannot watch \(path): \(String(cString: strerror(errno)))") }
         let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
@@ -40,7 +41,8 @@ public final class ScriptWatcher: Sendable {
         let (changes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         self.changes = changes
         let quietMilliseconds = Int32(quietPeriod.components.seconds * 1000 + quietPeriod.components.attoseconds / 1_000_000_000_000_000)
-        let thread = Thread {
+        // A queue of its own, so the blocking poll never holds one of Swift concurrency's threads.
+        DispatchQueue(label: "script-watcher").async {
             Self.watch(inotify: inotify, wakeUp: wakeUp, onlyName: onlyName, quietMilliseconds: quietMilliseconds) {
                 continuation.yield()
             }
@@ -48,8 +50,6 @@ public final class ScriptWatcher: Sendable {
             close(inotify)
             wakeUp.close()
         }
-        thread.name = "script-watcher"
-        thread.start()
     }
 
     /// Stops watching; `changes` finishes.

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import HotspotNetwork
 
 /// Venue credentials for `cmd:secret(name)`, read from a file with one section per helper:
 ///
@@ -21,7 +25,10 @@ public struct Secrets: Sendable, Equatable {
     public func of(helper: String) -> [String: String] { sections[helper] ?? [:] }
 
     public func redact(_ text: String) -> String {
-        values.reduce(text) { $0.replacingOccurrences(of: $1, with: "[secret]") }
+        // On the UTF-8 bytes: a secret is found wherever its bytes are, however the text's
+        // characters combine around it.
+        let hidden = values.reduce(Array(text.utf8)) { $0.replacing(Array($1.utf8), with: Array("[secret]".utf8)) }
+        return String(decoding: hidden, as: UTF8.self)
     }
 
     public func redact(_ event: HotspotEvent) -> HotspotEvent {
@@ -52,14 +59,14 @@ public struct Secrets: Sendable, Equatable {
         var sections: [String: [String: String]] = [:]
         var current: String?
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            let line = rawLine.trimmingWhitespace()
             let place = "\(path):\(index + 1)"
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
             if line.hasPrefix("[") {
                 guard line.hasSuffix("]"), line.count > 2 else {
                     throw SecretsError("\(place): a section is a helper's name in brackets, such as [aroma]")
                 }
-                current = String(line.dropFirst().dropLast()).trimmingCharacters(in: .whitespaces)
+                current = line.dropFirst().dropLast().trimmingWhitespace()
                 continue
             }
             guard let helper = current else {
@@ -68,8 +75,8 @@ public struct Secrets: Sendable, Equatable {
             guard let equals = line.firstIndex(of: "=") else {
                 throw SecretsError("\(place): expected `name = value`")
             }
-            let name = line[..<equals].trimmingCharacters(in: .whitespaces)
-            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let name = line[..<equals].trimmingWhitespace()
+            var value = line[line.index(after: equals)...].trimmingWhitespace()
             guard !name.isEmpty else { throw SecretsError("\(place): the secret has no name before `=`") }
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
             sections[helper, default: [:]][name] = value

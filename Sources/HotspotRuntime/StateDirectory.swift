@@ -1,4 +1,7 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 import Synchronization
 
 /// What the runtime remembers across restarts, apart from the helpers' stores.
@@ -40,7 +43,8 @@ public final class StateDirectory: Sendable {
                 try FileManager.default.createDirectory(atPath: path + "/store", withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o700])
             } catch {
-                throw StateDirectoryError("cannot create the state directory \(path): \(error.localizedDescription)")
+                let reason = ((error as? CocoaError)?.underlying as? POSIXError).map { String(cString: strerror($0.code.rawValue)) }
+                throw StateDirectoryError("cannot create the state directory \(path): \(reason ?? "\(error)")")
             }
             if let state: PersistentState = Self.read(path + "/state.json", warnings: &warnings) { loaded = state }
             for name in (try? FileManager.default.contentsOfDirectory(atPath: path + "/store")) ?? []
@@ -97,7 +101,7 @@ public final class StateDirectory: Sendable {
         } catch {
             let aside = file + ".corrupt-\(Int(Date().timeIntervalSince1970))"
             let moved = rename(file, aside) == 0
-            warnings.append("\(file) could not be read (\(error.localizedDescription)); "
+            warnings.append("\(file) could not be read (\(error)); "
                 + (moved ? "it was moved to \(aside) and the runtime starts without it" : "it was left in place"))
             return nil
         }
@@ -114,7 +118,7 @@ public final class StateDirectory: Sendable {
             unlink(temporary)
             throw StateDirectoryError("cannot write \(file): \(String(cString: strerror(errno)))")
         }
-        let directory = open((file as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let directory = open(file.pathDeletingLastComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directory >= 0 {
             fsync(directory)
             close(directory)

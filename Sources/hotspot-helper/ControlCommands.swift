@@ -1,5 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import HotspotRuntime
 
 /// Where the running daemon is: the options every control command shares.
@@ -13,13 +16,13 @@ struct DaemonOptions: ParsableArguments {
         do {
             reply = try ControlClient.send(request, to: stateDirectory + "/" + ControlServer.fileName)
         } catch {
-            FileHandle.standardError.write(Data("hotspot-helper: \(error.description)\n".utf8))
+            writeUnbuffered("hotspot-helper: \(error.description)\n", to: STDERR_FILENO)
             throw ExitCode(1)
         }
         if reply.ok {
             print(reply.message)
         } else {
-            FileHandle.standardError.write(Data("hotspot-helper: \(reply.message)\n".utf8))
+            writeUnbuffered("hotspot-helper: \(reply.message)\n", to: STDERR_FILENO)
             throw ExitCode(1)
         }
     }
@@ -51,7 +54,7 @@ struct AnswerOptions: ParsableArguments {
         }
         var answers: [String: String] = [:]
         for line in lines + answerFlags {
-            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingWhitespace() }
             answers[parts[0]] = parts.count > 1 ? parts[1] : ""
         }
         return answers

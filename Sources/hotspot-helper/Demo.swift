@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime
 import PortalSimulator
@@ -47,7 +47,7 @@ struct Demo: AsyncParsableCommand {
     /// The whole story; returns how many checks failed.
     func runLifecycle(dns: DNSResponder, portals: [SimulatedPortal], answers: [String: String],
                       output: EventOutput) async throws -> Int {
-        let scratch = NSTemporaryDirectory() + "hotspot-helper-demo-" + UUID().uuidString
+        let scratch = FileManager.default.temporaryDirectory.appending(path: "hotspot-helper-demo-" + UUID().uuidString).path(percentEncoded: false)
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let networks = zip(DemoVenue.all, portals).map { venue, portal in

@@ -1,5 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime
 import LuaSandbox
@@ -63,8 +66,8 @@ struct Dev: AsyncParsableCommand {
         if let portal, !(portal.hasPrefix("http://") || portal.hasPrefix("https://")) {
             throw ValidationError("--portal \(portal) is not an http:// or https:// URL")
         }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: script, isDirectory: &isDirectory), !isDirectory.boolValue else {
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: script, isDirectory: &isDirectory), !isDirectory else {
             throw ValidationError("\(script): no such script file")
         }
     }
@@ -256,7 +259,7 @@ final class ProgressLine: Sendable {
             guard var shown = current, ContinuousClock.now - shown.started >= .seconds(1) else { return }
             let seconds = (ContinuousClock.now - shown.started) / .seconds(1)
             if terminal {
-                Self.write(String(format: "\r\u{1B}[2K… %@ %.1f s", shown.text, seconds))
+                Self.write("\r\u{1B}[2K… \(shown.text) \(seconds.withOneDecimal) s")
             } else if !shown.shown {
                 Self.write("… \(shown.text): still running after 1 s\n")
             }
@@ -284,6 +287,6 @@ final class ProgressLine: Sendable {
     }
 
     private static func write(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
+        writeUnbuffered(text, to: STDERR_FILENO)
     }
 }

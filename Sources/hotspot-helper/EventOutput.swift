@@ -1,4 +1,7 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 import HotspotRuntime
 import Synchronization
 
@@ -15,12 +18,12 @@ final class EventOutput: Sendable {
 
     func write(_ event: HotspotEvent) {
         let line = json ? event.jsonLine : event.timelineLine(colored: colored)
-        lock.withLock { _ in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+        lock.withLock { _ in writeUnbuffered(line + "\n") }
     }
 
     /// A line of narration (or, with --json, a JSON line the caller made).
     func line(_ text: String) {
-        lock.withLock { _ in FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+        lock.withLock { _ in writeUnbuffered(text + "\n") }
     }
 
     /// Narration for people between the events; nothing with --json.
@@ -31,6 +34,6 @@ final class EventOutput: Sendable {
 
     /// Errors go to standard error, so `--json` output stays JSON only.
     func fail(_ message: String) {
-        lock.withLock { _ in FileHandle.standardError.write(Data("hotspot-helper: \(message)\n".utf8)) }
+        lock.withLock { _ in writeUnbuffered("hotspot-helper: \(message)\n", to: STDERR_FILENO) }
     }
 }

@@ -1,5 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
-import Foundation
 
 @main
 struct HotspotHelperCommand: AsyncParsableCommand {
@@ -32,8 +34,8 @@ struct HotspotHelperCommand: AsyncParsableCommand {
             }
         } catch {
             guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
-            Foundation.exit(2)
+            writeUnbuffered(fullMessage(for: error) + "\n", to: STDERR_FILENO)
+            Glibc.exit(2)
         }
     }
 }

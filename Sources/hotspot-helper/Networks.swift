@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import HotspotNetwork
 import HotspotRuntime
 
 struct Networks: AsyncParsableCommand {
@@ -57,11 +58,11 @@ struct Networks: AsyncParsableCommand {
 
     func table(_ networks: [NetworkDescription], _ claims: [NetworkClaim]) -> String {
         let width = max(4, networks.map(\.ssid.count).max() ?? 0)
-        var lines = ["SSID".padding(toLength: width + 2, withPad: " ", startingAt: 0) + "HELPER"]
+        var lines = ["SSID".padded(to: width + 2) + "HELPER"]
         for network in networks {
             let claim = claims.first { $0.ssid == network.ssid && ($0.bssid == nil || $0.bssid == network.bssid) }
             let helper = claim.map { "\($0.displayName) (\($0.helper))" + ($0.password == nil ? "" : ", password supplied") } ?? "-"
-            lines.append(network.ssid.padding(toLength: width + 2, withPad: " ", startingAt: 0) + helper)
+            lines.append(network.ssid.padded(to: width + 2) + helper)
         }
         return lines.joined(separator: "\n")
     }
@@ -73,16 +74,22 @@ struct Networks: AsyncParsableCommand {
             return ExitCode(2)
         }
         guard let data = FileManager.default.contents(atPath: scanList) else { throw fail("cannot read the file") }
-        guard let entries = (try? JSONSerialization.jsonObject(with: data)) as? [Any] else {
+        guard case .array(let entries)? = try? JSONValue.parse(Array(data), maximumDepth: 16) else {
             throw fail("not a JSON array of networks")
         }
         return try entries.enumerated().map { index, entry in
-            guard let fields = entry as? [String: Any], let ssid = fields["ssid"] as? String, !ssid.isEmpty else {
+            guard case .string(let ssid)? = entry["ssid"], !ssid.isEmpty else {
                 throw fail("network \(index + 1) has no \"ssid\" string")
             }
-            return NetworkDescription(ssid: ssid, bssid: fields["bssid"] as? String ?? "",
-                                      signalStrength: fields["signal_strength"] as? Double ?? 1,
-                                      isSecure: fields["is_secure"] as? Bool ?? false)
+            let bssid: [UInt8] = if case .string(let bytes)? = entry["bssid"] { bytes } else { [] }
+            let signalStrength: Double = switch entry["signal_strength"] {
+            case .number(let value)?: value
+            case .integer(let value)?: Double(value)
+            default: 1
+            }
+            let isSecure = if case .boolean(let flag)? = entry["is_secure"] { flag } else { false }
+            return NetworkDescription(ssid: String(decoding: ssid, as: UTF8.self), bssid: String(decoding: bssid, as: UTF8.self),
+                                      signalStrength: signalStrength, isSecure: isSecure)
         }
     }
 }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import HotspotNetwork
 
 struct ProbeCommand: AsyncParsableCommand {
@@ -73,13 +73,9 @@ struct ProbeCommand: AsyncParsableCommand {
     func show(_ verdict: ConnectivityVerdict) throws {
         var text: String
         if json {
-            let object: [String: Any] = [
-                "state": verdict.state.rawValue, "portal_url": verdict.portalURL ?? NSNull(),
-                "portal_url_source": verdict.portalURLSource?.rawValue ?? NSNull(),
-                "interface_kind": verdict.interfaceKind?.rawValue ?? NSNull(), "details": verdict.details,
-            ]
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-            text = String(decoding: data, as: UTF8.self)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            text = String(decoding: try encoder.encode(VerdictJSON(verdict: verdict)), as: UTF8.self)
         } else {
             text = verdict.state.rawValue
             if verdict.state == .connectedWithoutInternet, let kind = verdict.interfaceKind { text += " over \(kind.rawValue)" }
@@ -87,6 +83,25 @@ struct ProbeCommand: AsyncParsableCommand {
             text += verdict.details.map { "\n  \($0)" }.joined()
         }
         // Written at once, so a reader of --watch sees each verdict as it comes.
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        writeUnbuffered(text + "\n")
+    }
+}
+
+/// The verdict as `--json` prints it: every key, null where there is no value.
+private struct VerdictJSON: Encodable {
+    let verdict: ConnectivityVerdict
+
+    enum CodingKeys: String, CodingKey {
+        case state, details
+        case portalURL = "portal_url", portalURLSource = "portal_url_source", interfaceKind = "interface_kind"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(verdict.state.rawValue, forKey: .state)
+        try container.encode(verdict.portalURL, forKey: .portalURL)
+        try container.encode(verdict.portalURLSource?.rawValue, forKey: .portalURLSource)
+        try container.encode(verdict.interfaceKind?.rawValue, forKey: .interfaceKind)
+        try container.encode(verdict.details, forKey: .details)
     }
 }

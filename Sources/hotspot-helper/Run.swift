@@ -1,5 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime
 import LuaSandbox

@@ -1,4 +1,7 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 
 /// Signals caught instead of ending the process, delivered as a stream so that they are
 /// handled between the command's other work (servers stop cleanly, the daemon reloads).

@@ -1,5 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import PortalSimulator
 
 struct Simulate: AsyncParsableCommand {
@@ -57,7 +60,7 @@ struct Simulate: AsyncParsableCommand {
         if list {
             let width = Scenario.all.map(\.name.count).max() ?? 0
             for scenario in Scenario.all {
-                print(scenario.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + scenario.summary)
+                print(scenario.name.padded(to: width + 2) + scenario.summary)
             }
             return
         }
@@ -81,11 +84,11 @@ struct Simulate: AsyncParsableCommand {
         }
         let width = scenarios.map(\.name.count).max() ?? 0
         for portal in portals {
-            Self.writeOutput(portal.scenario.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + portal.url)
+            Self.writeOutput(portal.scenario.name.padded(to: width + 2) + portal.url)
         }
         if let dns {
             Self.writeOutput(
-                "dns".padding(toLength: width + 2, withPad: " ", startingAt: 0) + "udp://\(host):\(dns.port) answers \(dns.answer)")
+                "dns".padded(to: width + 2) + "udp://\(host):\(dns.port) answers \(dns.answer)")
         }
         for await _ in termination.received { break }
         await stop(portals, dns)
@@ -100,10 +103,10 @@ struct Simulate: AsyncParsableCommand {
 
     /// Written at once, unbuffered: whoever started the simulator reads the URLs as they come.
     private static func writeOutput(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        writeUnbuffered(line + "\n")
     }
 
     private static func writeError(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        writeUnbuffered(line + "\n", to: STDERR_FILENO)
     }
 }

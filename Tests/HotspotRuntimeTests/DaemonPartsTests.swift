@@ -192,3 +192,39 @@ extension RuntimeFixture {
         (try? StateDirectory(path: stateDirectory))?.snapshot.chosenHelpers[guest.ssid]
     }
 }
+
+@Suite("Foundation-free replacements")
+struct FoundationFreeReplacementsTests {
+    @Test(arguments: ["/a/b.lua", "/a/b/", "b.lua", "/b", "/", "", "a//b.lua", "/a/.hidden", "/a/b.tar.gz", "//a"])
+    func pathComponentsAreNSStrings(_ path: String) {
+        let reference = path as NSString
+        #expect(path.pathLastComponent == reference.lastPathComponent)
+        #expect(path.pathDeletingLastComponent == reference.deletingLastPathComponent)
+        #expect(path.pathLastComponent.pathDeletingExtension == (reference.lastPathComponent as NSString).deletingPathExtension)
+        #expect(path.pathAppending(component: "c.lua") == reference.appendingPathComponent("c.lua"))
+    }
+
+    @Test func aSubprocessGivesItsOutputAndExitStatus() throws {
+        let printed = try #require(Subprocess.run("/bin/sh", ["-c", "echo out; echo err >&2; exit 3"]))
+        #expect(printed.exitStatus == 3)
+        #expect(String(decoding: printed.output, as: UTF8.self) == "out\n", "standard error is not the output")
+        let killed = try #require(Subprocess.run("/bin/sh", ["-c", "kill -9 $$"]))
+        #expect(killed.exitStatus == nil, "a signal is not an exit status")
+        #expect(Subprocess.run("/nonexistent/program", []) == nil)
+    }
+
+    @Test func aSubprocessInheritsNoOtherDescriptor() throws {
+        let leaked = open("/dev/null", O_RDONLY)
+        defer { close(leaked) }
+        let listed = try #require(Subprocess.run("/bin/ls", ["/proc/self/fd"]))
+        let descriptors = String(decoding: listed.output, as: UTF8.self).split(separator: "\n").compactMap { Int32($0) }
+        #expect(!descriptors.contains(leaked), "descriptors \(descriptors)")
+        #expect(descriptors.allSatisfy { $0 <= 3 }, "the standard three, and ls's own directory")
+    }
+
+    @Test func numbersAreWrittenAsPrintfAndJSONWould() {
+        let values = [0, 0.04, 0.06, 12.34, 12.96, -1.26, 999.96]
+        #expect(values.map(\.withOneDecimal) == values.map { String(format: "%.1f", $0) })
+        #expect([12, 12.5, -3, 1e20].map(\.plainDescription) == ["12", "12.5", "-3", "1e+20"])
+    }
+}
