@@ -902,6 +902,7 @@ typedef struct run_request {
     const char *chunk_name;
     const char *source;
     size_t source_length;
+    int binary;  // the prelude as bytecode from sbx_compile_stripped; never a script
     const char *entry;
     const uint8_t *arguments;
     size_t arguments_length;
@@ -969,7 +970,7 @@ static void reset_globals(lua_State *L, int env) {
 }
 
 static int run_chunk(lua_State *L, run_request *rq, int env) {
-    int status = luaL_loadbufferx(L, rq->source, rq->source_length, rq->chunk_name, "t");
+    int status = luaL_loadbufferx(L, rq->source, rq->source_length, rq->chunk_name, rq->binary ? "b" : "t");
     if (status != LUA_OK) {
         size_t length;
         const char *message = lua_tolstring(L, -1, &length);
@@ -1086,6 +1087,28 @@ void sbx_run_prelude(sbx_state *S, const char *chunk_name, const char *source,
     run_request rq = {.kind = RUN_PRELUDE, .chunk_name = chunk_name, .source = source,
                       .source_length = source_length};
     run(S, &rq, deadline_ns, outcome);
+}
+
+void sbx_run_compiled_prelude(sbx_state *S, const char *chunk_name, const uint8_t *bytecode,
+                              size_t bytecode_length, int64_t deadline_ns, sbx_outcome *outcome) {
+    run_request rq = {.kind = RUN_PRELUDE, .chunk_name = chunk_name, .source = (const char *)bytecode,
+                      .source_length = bytecode_length, .binary = 1};
+    run(S, &rq, deadline_ns, outcome);
+}
+
+static int dump_writer(lua_State *L, const void *bytes, size_t length, void *buffer) {
+    (void)L;
+    return sbx_buffer_append(buffer, bytes, length);
+}
+
+int sbx_compile_stripped(const char *chunk_name, const char *source, size_t source_length,
+                         sbx_buffer *bytecode) {
+    lua_State *L = luaL_newstate();
+    if (!L) return -1;
+    int failed = luaL_loadbufferx(L, source, source_length, chunk_name, "t") != LUA_OK ||
+                 lua_dump(L, dump_writer, bytecode, 1) != 0;
+    lua_close(L);
+    return failed ? -1 : 0;
 }
 
 void sbx_load_script(sbx_state *S, const char *chunk_name, const char *source,

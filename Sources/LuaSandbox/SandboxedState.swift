@@ -1,4 +1,5 @@
 internal import CLuaSandbox
+import Synchronization
 
 /// Source text of a script or prelude, with the name errors will show.
 public struct ScriptSource: Sendable, Hashable {
@@ -315,28 +316,24 @@ public final class SandboxedState {
         guard let state = sbx_open(memoryLimit, Unmanaged.passUnretained(registry).toOpaque()) else {
             throw LuaScriptError(.memoryLimit, "cannot create a Lua state within \(formatBytes(memoryLimit))")
         }
+        // Fully initialized from here: a throw below runs deinit, which closes the state.
         self.state = state
         registry.state = state
         var id: Int32 = 0
         for module in modules {
             for function in module.functions {
                 guard sbx_add_host_function(state, module.name, function.name, id, module.isPublic ? 1 : 0) == 0 else {
-                    sbx_close(state)
                     throw LuaScriptError(.memoryLimit, "cannot add host function \(module.name).\(function.name)")
                 }
                 id += 1
             }
         }
         guard sbx_seal(state) == 0 else {
-            sbx_close(state)
             throw LuaScriptError(.memoryLimit, "cannot build the sandbox within \(formatBytes(memoryLimit))")
         }
         if let prelude {
-            let outcome = run(prelude, deadline: deadline, body: sbx_run_prelude).decoded(memoryLimit: memoryLimit)
-            if case .failure(let error) = outcome.result {
-                sbx_close(state)
-                throw error
-            }
+            let outcome = runPrelude(prelude, deadline: deadline).decoded(memoryLimit: memoryLimit)
+            if case .failure(let error) = outcome.result { throw error }
         }
     }
 
@@ -382,6 +379,19 @@ public final class SandboxedState {
 
     public var interruptHandle: InterruptHandle { InterruptHandle(state: state) }
 
+    /// Runs the prelude from its bytecode, compiled once per process, or from its text when
+    /// it does not compile (so the syntax error is reported as for any chunk).
+    private func runPrelude(_ prelude: ScriptSource, deadline: Deadline?) -> RawOutcome {
+        guard let bytecode = CompiledPreludes.bytecode(of: prelude) else {
+            return run(prelude, deadline: deadline, body: sbx_run_prelude)
+        }
+        var outcome = sbx_outcome()
+        bytecode.withUnsafeBufferPointer { bytes in
+            sbx_run_compiled_prelude(state, prelude.chunkName, bytes.baseAddress, bytes.count, deadline?.nanoseconds ?? 0, &outcome)
+        }
+        return RawOutcome(&outcome)
+    }
+
     private func run(
         _ source: ScriptSource, deadline: Deadline?,
         body: (OpaquePointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, Int, Int64, UnsafeMutablePointer<sbx_outcome>?) -> Void
@@ -393,6 +403,26 @@ public final class SandboxedState {
             }
         }
         return RawOutcome(&outcome)
+    }
+}
+
+/// Preludes compiled without debug information, once per process: a state then loads the
+/// bytecode (about 40 µs) instead of parsing the text (about 400 µs for the hotspot's), and
+/// keeps 14 KB of it instead of 36 KB. Errors a script causes are still reported at the
+/// script's lines; only the prelude's own frames lose theirs.
+private enum CompiledPreludes {
+    private static let compiled = Mutex<[ScriptSource: [UInt8]?]>([:])
+
+    static func bytecode(of prelude: ScriptSource) -> [UInt8]? {
+        if let known = compiled.withLock({ $0[prelude] }) { return known }
+        var buffer = sbx_buffer()
+        defer { sbx_buffer_free(&buffer) }
+        let failed = prelude.text.withUnsafeBufferPointer { text in
+            text.withMemoryRebound(to: CChar.self) { sbx_compile_stripped(prelude.chunkName, $0.baseAddress, $0.count, &buffer) }
+        } != 0
+        let bytecode = failed || buffer.data == nil ? nil : Array(UnsafeBufferPointer(start: buffer.data, count: buffer.length))
+        compiled.withLock { $0[prelude] = .some(bytecode) }
+        return bytecode
     }
 }
 

@@ -249,6 +249,24 @@ import Testing
         #expect(try script.call("hello", ["direct"]).get() == ["hello direct", 42, nil])
     }
 
+    /// The prelude runs from bytecode compiled without debug information: errors in the
+    /// script it calls keep the script's line; a prelude that does not compile is reported
+    /// with its own line, as any chunk.
+    @Test func thePreludeRunsCompiledAndErrorsKeepTheirLines() throws {
+        let prelude = "return { dispatch = function(exports, name) return exports[name]() end }"
+        let script = try SandboxedState(memoryLimit: 8 << 20, prelude: ScriptSource(chunkName: "=prelude", text: Array(prelude.utf8)))
+        _ = try script.load(ScriptSource(path: "venue.lua", text: "return {\n  fail = function()\n    error('no portal')\n  end,\n}")).get()
+        let error = try #require(throws: LuaScriptError.self) { try script.call("dispatch", ["fail"]).get() }
+        #expect(error.message == "venue.lua:3: no portal")
+        #expect(error.location == "venue.lua:3")
+
+        let broken = try #require(throws: LuaScriptError.self) {
+            _ = try SandboxedState(memoryLimit: 8 << 20, prelude: ScriptSource(chunkName: "=prelude", text: Array("return {\n  x = \n}".utf8)))
+        }
+        #expect(broken.kind == .syntax)
+        #expect(broken.message.contains("prelude:3"))
+    }
+
     @Test func aMissingFunctionIsAClearError() throws {
         let script = try state("return { }")
         let error = try #require(throws: LuaScriptError.self) { try script.call("nothing").get() }

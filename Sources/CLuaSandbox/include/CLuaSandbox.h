@@ -115,6 +115,16 @@ int sbx_seal(sbx_state *state);
 void sbx_run_prelude(sbx_state *state, const char *chunk_name, const char *source,
                      size_t source_length, int64_t deadline_ns, sbx_outcome *outcome);
 
+/// The same with the prelude compiled by `sbx_compile_stripped`: loading bytecode skips
+/// the parser, and the state keeps no debug information for the prelude.
+void sbx_run_compiled_prelude(sbx_state *state, const char *chunk_name, const uint8_t *bytecode,
+                              size_t bytecode_length, int64_t deadline_ns, sbx_outcome *outcome);
+
+/// Compiles trusted text to bytecode without debug information (never a script's: Lua
+/// does not check bytecode). Returns 0, or -1 if it does not compile.
+int sbx_compile_stripped(const char *chunk_name, const char *source, size_t source_length,
+                         sbx_buffer *bytecode);
+
 /// Loads and runs the script's main chunk; its first return value becomes the exports.
 void sbx_load_script(sbx_state *state, const char *chunk_name, const char *source,
                      size_t source_length, int64_t deadline_ns, sbx_outcome *outcome);
