@@ -242,7 +242,7 @@ private final class WorkerSlot: Sendable {
 
     let index: Int
     private let configuration: LuaEngine.Configuration
-    private let state: Mutex<State>
+    private let state: PlainLock<State>
     private let requestIDs = Atomic<UInt64>(0)
     private let readerQueue: DispatchQueue
     // Dispatch sources are thread-safe; the type just predates Sendable.
@@ -254,7 +254,7 @@ private final class WorkerSlot: Sendable {
         let process = try WorkerProcess.spawn(executable: configuration.workerExecutable)
         _ = process.write(WorkerFrame.configure(prelude: configuration.prelude,
                                                 memoryLimit: UInt64(configuration.memoryLimit)).encoded(id: 0))
-        state = Mutex(State(process: process))
+        state = PlainLock(State(process: process))
         readerQueue = DispatchQueue(label: "lua-sandbox.worker-reader.\(index)")
         watchdog = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "lua-sandbox.watchdog.\(index)"))
         watchdog.setEventHandler { [weak self] in self?.watchdogFired() }

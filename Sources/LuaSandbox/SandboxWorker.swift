@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import Dispatch
-import Synchronization
 internal import CLuaSandbox
 
 /// The main loop of a worker process: the supervisor's `LuaEngine` starts it and talks to
@@ -57,8 +56,8 @@ private struct Outbox {
 
 private final class Worker: Sendable {
     let modules: [HostModule]
-    let outbox = Mutex(Outbox())
-    let requests = Mutex(RequestBook())
+    let outbox = PlainLock(Outbox())
+    let requests = PlainLock(RequestBook())
 
     /// Time allowed to rebuild a script's state after it overran or hit its memory cap;
     /// the script loaded within its deadline before, so this is generous.
