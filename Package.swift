@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "LuaSandbox", targets: ["LuaSandbox"]),
         .library(name: "HotspotRuntime", targets: ["HotspotRuntime"]),
         .executable(name: "hotspot-helper", targets: ["hotspot-helper"]),
+        .executable(name: "hotspot-helper-devtools", targets: ["hotspot-helper-devtools"]),
         .executable(name: "lua-sandbox-worker", targets: ["lua-sandbox-worker"]),
     ],
     dependencies: [
@@ -56,11 +57,26 @@ let package = Package(
         .target(
             name: "PortalSimulator", dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
-        // The command line, thin, on top of the runtime.
+        // What the two command-line executables share: options, event output, how they start.
+        .target(
+            name: "HotspotCommandLine",
+            dependencies: [
+                "HotspotRuntime", "HotspotNetwork", "LuaSandbox", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings),
+        // The command line, thin, on top of the runtime: what a device runs.
         .executableTarget(
             name: "hotspot-helper",
             dependencies: [
-                "HotspotRuntime", "HotspotNetwork", "PortalSimulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "HotspotCommandLine", "HotspotRuntime", "HotspotNetwork", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings),
+        // demo, dev and simulate, with the portal simulator, which `hotspot-helper` runs for them.
+        .executableTarget(
+            name: "hotspot-helper-devtools",
+            dependencies: [
+                "HotspotCommandLine", "HotspotRuntime", "HotspotNetwork", "PortalSimulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
         // A small example of the engine on its own, without hotspots.

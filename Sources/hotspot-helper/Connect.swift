@@ -1,4 +1,5 @@
 import ArgumentParser
+import HotspotCommandLine
 import FoundationEssentials
 import HotspotRuntime
 

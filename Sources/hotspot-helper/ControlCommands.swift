@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ArgumentParser
+import HotspotCommandLine
 import FoundationEssentials
 import HotspotRuntime
 
@@ -25,39 +26,6 @@ struct DaemonOptions: ParsableArguments {
             writeUnbuffered("hotspot-helper: \(reply.message)\n", to: STDERR_FILENO)
             throw ExitCode(1)
         }
-    }
-}
-
-/// What a person enters in a helper's form (`cmd.answers` in present_ui).
-struct AnswerOptions: ParsableArguments {
-    @Option(name: .customLong("answer"),
-            help: ArgumentHelp("What the person enters in present_ui, as name=value; repeatable.", valueName: "name=value"))
-    var answerFlags: [String] = []
-
-    @Option(name: .customLong("answers"), help: ArgumentHelp("A file of name=value lines for present_ui.", valueName: "file"))
-    var answersFile: String?
-
-    func validate() throws {
-        for answer in answerFlags where !answer.contains("=") {
-            throw ValidationError("--answer \(answer) must be name=value, such as email=guest@example.org")
-        }
-    }
-
-    /// The answers from the file, then the flags (a flag wins over a line of the file).
-    func answers() throws -> [String: String] {
-        var lines: [String] = []
-        if let answersFile {
-            guard let text = try? String(contentsOfFile: answersFile, encoding: .utf8) else {
-                throw ValidationError("--answers \(answersFile): cannot read the file")
-            }
-            lines = text.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") && $0.contains("=") }
-        }
-        var answers: [String: String] = [:]
-        for line in lines + answerFlags {
-            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingWhitespace() }
-            answers[parts[0]] = parts.count > 1 ? parts[1] : ""
-        }
-        return answers
     }
 }
 

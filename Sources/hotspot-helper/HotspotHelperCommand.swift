@@ -1,7 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ArgumentParser
+import HotspotCommandLine
 
 @main
 struct HotspotHelperCommand: AsyncParsableCommand {
@@ -17,25 +15,28 @@ struct HotspotHelperCommand: AsyncParsableCommand {
             UI.self, Logoff.self, Disable.self, Enable.self,
         ])
 
-    /// As the default, except that usage errors exit with status 2, as the commands document.
     static func main() async {
-        // A parent that spawned us from a thread blocking these signals passed the block on:
-        // unblocked here, `run`, `dev` and `simulate` still hear SIGTERM, SIGINT and SIGHUP.
-        var handled = sigset_t()
-        sigemptyset(&handled)
-        for number in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&handled, number) }
-        sigprocmask(SIG_UNBLOCK, &handled, nil)
-        do {
-            var command = try parseAsRoot()
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
-            writeUnbuffered(fullMessage(for: error) + "\n", to: STDERR_FILENO)
-            Glibc.exit(2)
+        let devToolsCommands = [Demo.configuration, Dev.configuration, Simulate.configuration].compactMap(\.commandName)
+        if let name = CommandLine.arguments.dropFirst().first, devToolsCommands.contains(name) {
+            DevTools.replaceProcess(running: Array(CommandLine.arguments.dropFirst()))
         }
+        await CommandLineEntry.run(Self.self)
     }
+}
+
+// The commands hotspot-helper-devtools runs (see `DevTools`): here for the command list
+// and `help`; `hotspot-helper NAME ...` never parses them, it runs that executable.
+struct Demo: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "demo", abstract: DevTools.demoAbstract)
+    func run() { DevTools.replaceProcess(running: ["demo"]) }
+}
+
+struct Dev: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "dev", abstract: DevTools.devAbstract)
+    func run() { DevTools.replaceProcess(running: ["dev"]) }
+}
+
+struct Simulate: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "simulate", abstract: DevTools.simulateAbstract)
+    func run() { DevTools.replaceProcess(running: ["simulate"]) }
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ArgumentParser
+import HotspotCommandLine
 import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime

@@ -43,6 +43,20 @@ struct DemoTests {
         #expect(run.output == "10 scripts OK\n")
     }
 
+    /// demo, dev and simulate live in hotspot-helper-devtools, with the simulator a device
+    /// has no use for: hotspot-helper alone (as installed on a device) says what is missing.
+    @Test func theSimulatorsCommandsNeedTheDevtoolsExecutable() async throws {
+        let alone = try CLI.temporaryDirectory() + "/hotspot-helper"
+        try FileManager.default.copyItem(atPath: CLI.path, toPath: alone)
+        let run = try await CLI.run(["simulate", "--list"], executable: alone)
+        #expect(run.status == 2)
+        #expect(run.errors.contains("hotspot-helper-devtools"))
+        #expect(run.errors.contains("a device needs only hotspot-helper and hotspot-helper-worker"))
+        let beside = try await CLI.run(["simulate", "--list"])
+        #expect(beside.status == 0)
+        #expect(beside.output.hasPrefix("click-through"))
+    }
+
     @Test func aScriptsDirectoryThatIsNotThereIsAUsageError() async throws {
         let run = try await CLI.run(["demo", "--scripts", "/nonexistent/scripts"])
         #expect(run.status == 2)

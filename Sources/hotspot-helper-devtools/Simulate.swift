@@ -2,12 +2,13 @@
 import Glibc
 #endif
 import ArgumentParser
+import HotspotCommandLine
 import FoundationEssentials
 import PortalSimulator
 
 struct Simulate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Runs simulated captive portals to develop and test venue scripts against.",
+        abstract: DevTools.simulateAbstract,
         discussion: """
             Each scenario is a real HTTP server on its own port with per-client sessions (keyed \
             by the client's IP address): its probe URLs (/generate_204, /hotspot-detect.html) \

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ArgumentParser
+import HotspotCommandLine
 import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime
@@ -11,7 +12,7 @@ import Synchronization
 
 struct Dev: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Runs a script's lifecycle against a simulated or real portal, again on every save.",
+        abstract: DevTools.devAbstract,
         discussion: """
             Each run joins a network with the script as its only helper and goes through \
             evaluate, authenticate (present_ui with --answer when the script asks for a \

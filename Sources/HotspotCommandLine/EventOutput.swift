@@ -2,38 +2,38 @@
 import Glibc
 #endif
 import FoundationEssentials
-import HotspotRuntime
+package import HotspotRuntime
 import Synchronization
 
 /// Renders events as JSON lines or as a timeline for people (coloured on a terminal).
-final class EventOutput: Sendable {
-    let json: Bool
+package final class EventOutput: Sendable {
+    package let json: Bool
     private let colored: Bool
     private let lock = Mutex(())
 
-    init(json: Bool) {
+    package init(json: Bool) {
         self.json = json
         colored = !json && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
     }
 
-    func write(_ event: HotspotEvent) {
+    package func write(_ event: HotspotEvent) {
         let line = json ? event.jsonLine : event.timelineLine(colored: colored)
         lock.withLock { _ in writeUnbuffered(line + "\n") }
     }
 
     /// A line of narration (or, with --json, a JSON line the caller made).
-    func line(_ text: String) {
+    package func line(_ text: String) {
         lock.withLock { _ in writeUnbuffered(text + "\n") }
     }
 
     /// Narration for people between the events; nothing with --json.
-    func note(_ text: String) {
+    package func note(_ text: String) {
         guard !json else { return }
         line(colored ? "\u{1B}[2m\(text)\u{1B}[0m" : text)
     }
 
     /// Errors go to standard error, so `--json` output stays JSON only.
-    func fail(_ message: String) {
+    package func fail(_ message: String) {
         lock.withLock { _ in writeUnbuffered("hotspot-helper: \(message)\n", to: STDERR_FILENO) }
     }
 }

@@ -5,11 +5,11 @@ import Dispatch
 
 /// Signals caught instead of ending the process, delivered as a stream so that they are
 /// handled between the command's other work (servers stop cleanly, the daemon reloads).
-final class SignalEvents {
-    let received: AsyncStream<Int32>
+package final class SignalEvents {
+    package let received: AsyncStream<Int32>
     private let sources: [any DispatchSourceSignal]
 
-    init(_ signals: [Int32]) {
+    package init(_ signals: [Int32]) {
         let (received, continuation) = AsyncStream.makeStream(of: Int32.self)
         self.received = received
         let queue = DispatchQueue(label: "signals")

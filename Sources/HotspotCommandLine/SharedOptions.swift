@@ -1,20 +1,22 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import ArgumentParser
+package import ArgumentParser
 import FoundationEssentials
 import HotspotNetwork
-import HotspotRuntime
-import LuaSandbox
+package import HotspotRuntime
+package import LuaSandbox
 
 /// The network's own DNS resolvers, asked through its interface.
-struct ResolverOptions: ParsableArguments {
+package struct ResolverOptions: ParsableArguments {
+    package init() {}
+
     @Option(name: .customLong("resolver"),
             help: ArgumentHelp("The network's DNS resolver, asked through its interface; repeatable (default: the system's).",
                                valueName: "address[:port]"))
-    var resolvers: [String] = []
+    package var resolvers: [String] = []
 
-    func validate() throws {
+    package func validate() throws {
         for resolver in resolvers where !NetworkBinding.isResolverAddress(resolver) {
             throw ValidationError("--resolver \(resolver) is not an IPv4 address with an optional port, such as 192.0.2.53 or 127.0.0.1:5353")
         }
@@ -22,22 +24,24 @@ struct ResolverOptions: ParsableArguments {
 }
 
 /// Where a network's traffic goes: the options `connect`, `probe` and `dev` share.
-struct NetworkOptions: ParsableArguments {
+package struct NetworkOptions: ParsableArguments {
+    package init() {}
+
     @Option(help: ArgumentHelp("The interface the network's traffic leaves by (default: the default route's).", valueName: "iface"))
-    var interface: String?
+    package var interface: String?
 
-    @OptionGroup var resolverOptions: ResolverOptions
+    @OptionGroup package var resolverOptions: ResolverOptions
 
-    var resolvers: [String] { resolverOptions.resolvers }
+    package var resolvers: [String] { resolverOptions.resolvers }
 
-    func validate() throws {
+    package func validate() throws {
         if let interface, if_nametoindex(interface) == 0 {
             throw ValidationError("--interface \(interface): no such network interface (see `ip link`)")
         }
     }
 
     /// Probes given with `flag` must parse (`Probe.parse`: a URL, or the compact syntax).
-    static func validateProbes(_ specs: [String], flag: String) throws {
+    package static func validateProbes(_ specs: [String], flag: String) throws {
         for spec in specs {
             if case .failure(let error) = Probe.parse(spec) { throw ValidationError("\(flag) \(spec): \(error.problem)") }
         }
@@ -45,43 +49,47 @@ struct NetworkOptions: ParsableArguments {
 }
 
 /// What helpers get from the runtime: the options `connect`, `run` and `dev` share.
-struct RuntimeOptions: ParsableArguments {
+package struct RuntimeOptions: ParsableArguments {
+    package init() {}
+
     @Option(help: ArgumentHelp("Venue credentials for cmd:secret: one [helper] section each, mode 0600.", valueName: "file"))
-    var secrets: String?
+    package var secrets: String?
 
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("Extra trusted CA certificates (PEM) for portals' HTTPS.", valueName: "file"))
-    var caFile: String?
+    package var caFile: String?
 
     @Option(help: ArgumentHelp("Deadline of each command in seconds (present_ui has none).", valueName: "seconds"))
-    var deadline = 45.0
+    package var deadline = 45.0
 
     @Option(help: ArgumentHelp("Worker processes that run the scripts, 1 to 16. Scripts run in parallel with one; more cost about 9 MiB each and narrow what a worker killed for an overrun interrupts.",
                                valueName: "count"))
-    var workers = 1
+    package var workers = 1
 
-    func validate() throws {
+    package func validate() throws {
         guard deadline > 0 else { throw ValidationError("--deadline must be a positive number of seconds") }
         guard (1...16).contains(workers) else { throw ValidationError("--workers must be between 1 and 16, not \(workers)") }
     }
 
     /// The runtime's configuration, with the secrets file read (or exit 2 saying why not).
-    func configuration(maintainInterval: Duration, output: EventOutput) throws -> HotspotRuntime.Configuration {
+    package func configuration(maintainInterval: Duration, output: EventOutput) throws -> HotspotRuntime.Configuration {
         .init(commandDeadline: .seconds(deadline), maintainInterval: maintainInterval,
               secrets: try LoadedHelpers.secrets(at: secrets, output: output), caFile: caFile)
     }
 }
 
 /// How a joined network is kept: the options `connect` and `run` share.
-struct KeepingOptions: ParsableArguments {
+package struct KeepingOptions: ParsableArguments {
+    package init() {}
+
     @Option(name: .customLong("probe-url"),
             help: ArgumentHelp("A connectivity probe for cmd:probe() and to check a helper's success, replacing the defaults; repeatable. A URL (open means 204, or 200 saying \"success\"), or a line as `probe --help` shows.",
                                valueName: "probe"))
-    var probeURLs: [String] = []
+    package var probeURLs: [String] = []
 
     @Option(name: .customLong("maintain-interval"), help: ArgumentHelp("Seconds between maintain commands.", valueName: "seconds"))
-    var maintainInterval = 300.0
+    package var maintainInterval = 300.0
 
-    func validate() throws {
+    package func validate() throws {
         guard maintainInterval > 0 else { throw ValidationError("--maintain-interval must be a positive number of seconds") }
         try NetworkOptions.validateProbes(probeURLs, flag: "--probe-url")
     }
@@ -89,11 +97,11 @@ struct KeepingOptions: ParsableArguments {
 
 /// The script engine with every script at a path loaded as a helper. A command that cannot
 /// have it (no engine, a script that does not load) says why and exits 2.
-struct LoadedHelpers {
-    let engine: LuaEngine
-    let helpers: [HelperScript]
+package struct LoadedHelpers {
+    package let engine: LuaEngine
+    package let helpers: [HelperScript]
 
-    static func load(_ path: String, workers: Int? = nil, output: EventOutput) async throws -> LoadedHelpers {
+    package static func load(_ path: String, workers: Int? = nil, output: EventOutput) async throws -> LoadedHelpers {
         let engine = try engine(workers: workers, output: output)
         let (helpers, problems) = await HotspotRuntime.loadHelpers(at: path, into: engine)
         guard problems.isEmpty else {
@@ -105,14 +113,14 @@ struct LoadedHelpers {
     }
 
     /// Says on standard error where each script that does not load went wrong.
-    static func report(_ problems: [ScriptProblem], output: EventOutput) {
+    package static func report(_ problems: [ScriptProblem], output: EventOutput) {
         problems.forEach { output.fail($0.description) }
         output.fail("fix the script\(problems.count == 1 ? "" : "s") above; `hotspot-helper check` lists every problem")
     }
 
     /// The script engine's workers (`workers` of them, or the runtime's default), or exit 2
     /// saying why they did not start.
-    static func engine(workers: Int? = nil, output: EventOutput) throws -> LuaEngine {
+    package static func engine(workers: Int? = nil, output: EventOutput) throws -> LuaEngine {
         do {
             return try LuaEngine(workers.map { HotspotRuntime.engineConfiguration(workerCount: $0) } ?? HotspotRuntime.engineConfiguration())
         } catch {
@@ -122,7 +130,7 @@ struct LoadedHelpers {
     }
 
     /// The state directory at `path` (in memory without one), or exit 2 saying why not.
-    static func stateDirectory(at path: String?, output: EventOutput) throws -> StateDirectory {
+    package static func stateDirectory(at path: String?, output: EventOutput) throws -> StateDirectory {
         do {
             return try StateDirectory(path: path)
         } catch {
@@ -132,7 +140,7 @@ struct LoadedHelpers {
     }
 
     /// The secrets file at `path` (none without one), or exit 2 saying what is wrong with it.
-    static func secrets(at path: String?, output: EventOutput) throws -> Secrets {
+    package static func secrets(at path: String?, output: EventOutput) throws -> Secrets {
         guard let path else { return Secrets() }
         do {
             return try Secrets.load(path: path)
@@ -145,16 +153,18 @@ struct LoadedHelpers {
 
 /// Where a network's RFC 8908 Captive Portal API is: the options `connect` (and the daemon)
 /// take. Without `--capport-url`, DHCP option 114 is looked up for `--interface`.
-struct CaptivePortalAPIOptions: ParsableArguments {
+package struct CaptivePortalAPIOptions: ParsableArguments {
+    package init() {}
+
     @Option(name: .customLong("capport-url"),
             help: ArgumentHelp("The network's RFC 8908 Captive Portal API URI (default: DHCP option 114 of --interface, where the platform gives it).",
                                valueName: "url"))
-    var url: String?
+    package var url: String?
 
     @Flag(name: .customLong("capport-allow-http"), help: "Allow a plain-HTTP Captive Portal API (local testing only; the RFC requires HTTPS).")
-    var allowsPlainHTTP = false
+    package var allowsPlainHTTP = false
 
-    func validate() throws {
+    package func validate() throws {
         guard let url else { return }
         guard url == CaptivePortalAPI.unrestricted || url.hasPrefix("https://") || url.hasPrefix("http://") else {
             throw ValidationError("--capport-url \(url) is not an https:// URL or \(CaptivePortalAPI.unrestricted)")
@@ -165,9 +175,44 @@ struct CaptivePortalAPIOptions: ParsableArguments {
     }
 
     /// The API URI of the network on `interface`, and a line saying where it came from when it was discovered.
-    func uri(interface: String?) -> (uri: String?, note: String?) {
+    package func uri(interface: String?) -> (uri: String?, note: String?) {
         if let url { return (url, nil) }
         guard let interface, let found = CaptivePortalAPIDiscovery.uri(forInterface: interface) else { return (nil, nil) }
         return (found.uri, "the Captive Portal API of \(interface) is \(found.uri) (from \(found.source))")
+    }
+}
+
+/// What a person enters in a helper's form (`cmd.answers` in present_ui).
+package struct AnswerOptions: ParsableArguments {
+    package init() {}
+
+    @Option(name: .customLong("answer"),
+            help: ArgumentHelp("What the person enters in present_ui, as name=value; repeatable.", valueName: "name=value"))
+    package var answerFlags: [String] = []
+
+    @Option(name: .customLong("answers"), help: ArgumentHelp("A file of name=value lines for present_ui.", valueName: "file"))
+    package var answersFile: String?
+
+    package func validate() throws {
+        for answer in answerFlags where !answer.contains("=") {
+            throw ValidationError("--answer \(answer) must be name=value, such as email=guest@example.org")
+        }
+    }
+
+    /// The answers from the file, then the flags (a flag wins over a line of the file).
+    package func answers() throws -> [String: String] {
+        var lines: [String] = []
+        if let answersFile {
+            guard let text = try? String(contentsOfFile: answersFile, encoding: .utf8) else {
+                throw ValidationError("--answers \(answersFile): cannot read the file")
+            }
+            lines = text.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") && $0.contains("=") }
+        }
+        var answers: [String: String] = [:]
+        for line in lines + answerFlags {
+            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingWhitespace() }
+            answers[parts[0]] = parts.count > 1 ? parts[1] : ""
+        }
+        return answers
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import HotspotCommandLine
 import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime
@@ -6,7 +7,7 @@ import PortalSimulator
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Runs the bundled venue scripts through their whole lifecycle on the portal simulator.",
+        abstract: DevTools.demoAbstract,
         discussion: """
             Starts simulated venues on loopback (a DNS responder sends every name to them, as a \
             captive network's resolver does), loads the scripts as helpers and goes through: \

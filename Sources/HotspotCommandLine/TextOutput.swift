@@ -4,7 +4,7 @@ import Glibc
 
 /// Writes `text` to `descriptor` at once, unbuffered (unlike `print`): whoever reads the
 /// output sees each line as soon as it is written.
-func writeUnbuffered(_ text: String, to descriptor: Int32 = STDOUT_FILENO) {
+package func writeUnbuffered(_ text: String, to descriptor: Int32 = STDOUT_FILENO) {
     var bytes = Array(text.utf8)[...]
     while !bytes.isEmpty {
         let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
@@ -16,7 +16,7 @@ func writeUnbuffered(_ text: String, to descriptor: Int32 = STDOUT_FILENO) {
 
 extension String {
     /// The text followed by spaces up to `width` characters: a column of a table.
-    func padded(to width: Int) -> String {
+    package func padded(to width: Int) -> String {
         self + String(repeating: " ", count: max(0, width - count))
     }
 }
