@@ -1,13 +1,12 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-package import ArgumentParser
 import LuaSandbox
 
 /// `demo`, `dev` and `simulate` run the portal simulator (Hummingbird and SwiftNIO), which
 /// a device has no use for: they live in `hotspot-helper-devtools`, so the executable the
-/// daemon runs stays small (8.7 MB instead of 49 MB, 2.7 MiB less resident when idle).
-/// `hotspot-helper NAME ...` runs that executable, beside it, with the same arguments.
+/// daemon runs stays small (docs/PERFORMANCE.md has what it saves). `hotspot-helper NAME
+/// ...` runs that executable, beside it, with the same arguments.
 package enum DevTools {
     package static let executableName = "hotspot-helper-devtools"
 
@@ -26,29 +25,5 @@ package enum DevTools {
             + "it is built beside hotspot-helper by `swift build` (a device needs only hotspot-helper and hotspot-helper-worker)\n",
             to: STDERR_FILENO)
         exit(2)
-    }
-}
-
-/// How both executables start: usage errors exit with status 2, as the commands document.
-package enum CommandLineEntry {
-    package static func run(_ root: any AsyncParsableCommand.Type) async {
-        // A parent that spawned us from a thread blocking these signals passed the block on:
-        // unblocked here, `run`, `dev` and `simulate` still hear SIGTERM, SIGINT and SIGHUP.
-        var handled = sigset_t()
-        sigemptyset(&handled)
-        for number in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&handled, number) }
-        sigprocmask(SIG_UNBLOCK, &handled, nil)
-        do {
-            var command = try root.parseAsRoot()
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            guard root.exitCode(for: error) == .validationFailure else { root.exit(withError: error) }
-            writeUnbuffered(root.fullMessage(for: error) + "\n", to: STDERR_FILENO)
-            Glibc.exit(2)
-        }
     }
 }

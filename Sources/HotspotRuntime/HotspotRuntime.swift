@@ -365,6 +365,7 @@ public actor HotspotRuntime {
     private func scheduleMaintain(_ ssid: String) {
         guard let network = sessions[ssid]?.network else { return }
         let interval = configuration.maintainInterval
+        sessions[ssid]?.scheduling?.cancel()  // an older reading would be stale
         setTimer(ssid, Due(at: .now + interval, maintain: true))
         guard network.captivePortalAPI != nil else { return }
         // What the API says about the session may bring the maintain forward.

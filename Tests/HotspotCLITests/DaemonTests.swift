@@ -69,7 +69,8 @@ struct DaemonTests {
         #expect(reload["reloaded"] as? [String] == ["aroma"])
         let maintainsBefore = daemon.events.filter(Self.isCommand("maintain")).count
         try await daemon.waitForEvent(count: maintainsBefore + 1, Self.isCommand("maintain"))
-        #expect(daemon.events.filter(Self.isCommand("evaluate")).count == 1, "a reload does not evaluate again")
+        #expect(daemon.events.filter(Self.isCommand("evaluate")).count == 1,
+                "a reload does not evaluate again; the commands: \(daemon.events.filter { $0["event"] as? String != "connectivity" })")
 
         // A version that does not load: reported with its line, the last good one runs on.
         try "return {\n  name = \n".write(toFile: script, atomically: true, encoding: .utf8)
