@@ -149,13 +149,14 @@ public final class LuaEngine: Sendable {
     /// Calls `entry` in the script (see `SandboxedState.call`) and returns what it produced.
     public func call(_ script: ScriptHandle, _ entry: String, _ arguments: [LuaValue] = [],
                      deadline: CallDeadline = .default) async -> CallOutcome {
+        let resolved = resolve(deadline)
         let frame: WorkerFrame
         do throws(LuaScriptError) {
-            frame = try Self.callFrame(ScriptCall(script, entry, arguments), deadline: resolve(deadline))
+            frame = try Self.callFrame(ScriptCall(script, entry, arguments), deadline: resolved)
         } catch {
             return CallOutcome(result: .failure(error))
         }
-        return await slots[script.slot].perform(frame, deadline: resolve(deadline), installing: nil)
+        return await slots[script.slot].perform(frame, deadline: resolved, installing: nil)
             .decoded(memoryLimit: configuration.memoryLimit)
     }
 
