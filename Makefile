@@ -21,9 +21,17 @@ deps:
 build: deps
 	$(SWIFT) build
 
+# The whole output is kept in .build/test-output.log; when a test fails, its issues are
+# printed again at the end, where a CI log's tail shows them.
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	@{ $(SWIFT) test --skip-build 2>&1; echo $$? > .build/test-status; } | tee .build/test-output.log; \
+	status=$$(cat .build/test-status); \
+	if [ "$$status" != 0 ]; then \
+	  echo; echo "Failed (exit $$status); the issues, from .build/test-output.log:"; \
+	  awk '/^✘|^error: /{print; detail=1; next} detail && /^ *↳/{print; next} {detail=0}' .build/test-output.log | head -100; \
+	fi; \
+	exit $$status
 
 demo: build
 	$(SWIFT) run --skip-build hotspot-helper demo

@@ -9,6 +9,10 @@ internal import CLuaSandbox
 final class WorkerProcess: Sendable {
     let pid: pid_t
     private let descriptor: Int32
+    /// Set once the process is reaped and the socket closed. From then on the system may
+    /// give both numbers to something else (a test's HTTP connection, another process), so
+    /// writes and kills check it under the lock instead of reaching a stranger.
+    private let ended = PlainLock(false)
 
     private init(pid: pid_t, descriptor: Int32) {
         self.pid = pid
@@ -75,28 +79,32 @@ final class WorkerProcess: Sendable {
     /// the bytes within `patience` (a worker that stops reading is treated as hung).
     func write(_ frame: [UInt8], patience: Duration = .milliseconds(100)) -> Bool {
         let deadline = Deadline.after(patience)
-        return frame.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                // MSG_NOSIGNAL: a worker that died is an error to handle, not a SIGPIPE that ends the process.
-                let written = Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-                if written > 0 {
-                    offset += written
-                } else if written < 0, errno == EINTR {
-                    continue
-                } else if written < 0, errno == EAGAIN, !deadline.hasPassed {
-                    var poller = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&poller, 1, Int32(max(1, deadline.remaining / .milliseconds(1))))
-                } else {
-                    return false
+        return ended.withLock { ended in
+            guard !ended else { return false }
+            return frame.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    // MSG_NOSIGNAL: a worker that died is an error to handle, not a SIGPIPE that ends the process.
+                    let written = Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                    if written > 0 {
+                        offset += written
+                    } else if written < 0, errno == EINTR {
+                        continue
+                    } else if written < 0, errno == EAGAIN, !deadline.hasPassed {
+                        var poller = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                        _ = poll(&poller, 1, Int32(max(1, deadline.remaining / .milliseconds(1))))
+                    } else {
+                        return false
+                    }
                 }
+                return true
             }
-            return true
         }
     }
 
     /// Calls `body` with each frame the worker sends until the socket closes or `body`
-    /// returns false. Runs on the caller's thread, which it blocks.
+    /// returns false. Runs on the caller's thread, which it blocks; the same thread then
+    /// calls `reap`.
     func readFrames(_ body: ([UInt8]) -> Bool) {
         var assembler = FrameAssembler()
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
@@ -114,21 +122,35 @@ final class WorkerProcess: Sendable {
         }
     }
 
-    func kill() { _ = Glibc.kill(pid, SIGKILL) }
+    func kill() {
+        ended.withLock { ended in
+            if !ended { _ = Glibc.kill(pid, SIGKILL) }
+        }
+    }
 
-    /// Waits for the process to end (killing it if it lingers) and says how it ended.
+    /// Waits for the process to end (killing it if it lingers), closes the socket, and says
+    /// how the process ended.
     func reap() -> String {
         var status: Int32 = 0
-        var waited = waitpid(pid, &status, WNOHANG)
+        func reaped(_ options: Int32) -> pid_t {
+            ended.withLock { ended in
+                let waited = waitpid(pid, &status, options)
+                if waited != 0, !ended {
+                    close(descriptor)
+                    ended = true
+                }
+                return waited
+            }
+        }
+        var waited = reaped(WNOHANG)
         for _ in 0..<50 where waited == 0 {
             usleep(1000)
-            waited = waitpid(pid, &status, WNOHANG)
+            waited = reaped(WNOHANG)
         }
         if waited == 0 {
             kill()
-            waited = waitpid(pid, &status, 0)
+            waited = reaped(0)
         }
-        close(descriptor)
         guard waited == pid else { return "ended" }
         let signal = status & 0x7f
         if signal == 0 { return "exited with status \((status >> 8) & 0xff)" }

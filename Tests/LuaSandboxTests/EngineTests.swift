@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Testing
 import LuaSandbox
+import TestSupport
 
 /// The engine with real worker processes (the `lua-sandbox-worker` executable built
 /// beside the tests).
@@ -184,6 +185,31 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         engine.shutdown()
         let error = await #expect(throws: LuaScriptError.self) { try await call.value.get() }
         #expect(error?.kind == .workerLost)
+    }
+
+    /// A stopped engine's worker sockets are closed and their numbers free for the system to
+    /// hand out again: nothing the engine is asked afterwards may write to whoever got one.
+    @Test func aStoppedEngineWritesToNoDescriptorItClosed() async throws {
+        let engine = try makeEngine(workers: 1)
+        let script = try await engine.load(ScriptSource(path: "s.lua", text: "return {}"))
+        let worker = engine.workerProcessIDs[0]
+        engine.shutdown()
+        // Reaped, no longer even a zombie: its reader has closed the socket too.
+        try await eventually { kill(worker, 0) != 0 }
+        #expect(kill(worker, 0) != 0)
+        // The lowest free numbers come first, so one of these takes the worker's old one.
+        var pairs: [[Int32]] = []
+        defer { pairs.joined().forEach { close($0) } }
+        for _ in 0..<32 {
+            var ends: [Int32] = [-1, -1]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
+            pairs.append(ends)
+        }
+        engine.unload(script)
+        engine.shutdown()
+        var byte: UInt8 = 0
+        let received = pairs.joined().filter { recv($0, &byte, 1, Int32(MSG_DONTWAIT)) > 0 }
+        #expect(received.isEmpty, "descriptors \(received) received bytes meant for a worker")
     }
 
     /// A worker gets only its standard descriptors and its socket: an inherited write end
