@@ -96,7 +96,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "PortalSimulatorTests",
-            dependencies: ["PortalSimulator", .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: ["PortalSimulator", "TestSupport", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
         // Scenarios/ holds the venue scripts of the scenario tests.
         .testTarget(

@@ -1,6 +1,7 @@
 import Foundation
 import PortalSimulator
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -31,15 +32,19 @@ import Glibc
 
     @Test func stoppingEndsADripInProgress() async throws {
         let portal = try await SimulatedPortal.start(.hostile)
-        async let drip = Device(portal).get("/drip", maxTime: 5, extra: ["-N"])
-        try await Task.sleep(for: .milliseconds(300))
+        let connection = try RawHTTPConnection(port: portal.port, request: "GET /drip HTTP/1.1\r\nHost: portal.aroma.example\r\n\r\n")
+        defer { connection.close() }
+        // Stopped only once the drip is under way: the chunk of its first byte has arrived.
+        let started = try await onOwnThread { connection.read(until: "\r\n1\r\n<\r\n") }
+        #expect(started.hasPrefix("HTTP/1.1 200") && started.hasSuffix("\r\n1\r\n<\r\n"), "\(started)")
         let clock = ContinuousClock()
         let stopping = clock.now
         await portal.stop()
-        // Sooner than the 2 s after which busy connections are cancelled: the drip ended itself.
+        // Sooner than the 2 s after which busy connections are cancelled: the drip ended itself,
+        // with the last chunk of a complete response, well before the 5 s the read waits.
+        let rest = try await onOwnThread { connection.read(until: "0\r\n\r\n") }
         #expect(stopping.duration(to: clock.now) < .milliseconds(1500))
-        let dripped = try await drip
-        #expect(dripped.status == 200 && dripped.body.count < 40)  // well before curl's 5 s
+        #expect((started + rest).hasSuffix("\r\n0\r\n\r\n"), "\(rest)")
     }
 
     @Test func dnsAnswersEveryAQueryWithTheListeningAddress() async throws {
@@ -112,5 +117,49 @@ struct DNSQuery {
         let received = recv(socket, &buffer, buffer.count, 0)
         guard received >= 12 else { throw ProcessFailure(description: "no DNS reply: errno \(errno)") }
         return Reply(bytes: Array(buffer[0..<received]), id: id, question: question[...])
+    }
+}
+
+/// An HTTP exchange over a plain TCP socket on loopback, read as the bytes arrive.
+final class RawHTTPConnection: Sendable {
+    private let socket: Int32
+
+    init(port: Int, request: String) throws {
+        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0, send(socket, request, request.utf8.count, Int32(MSG_NOSIGNAL)) == request.utf8.count else {
+            close()
+            throw ProcessFailure(description: "cannot send to 127.0.0.1:\(port): errno \(errno)")
+        }
+    }
+
+    /// Reads until `marker` has arrived, the connection ends, or 5 s pass; returns what this
+    /// read received.
+    func read(until marker: String) -> String {
+        let end = ContinuousClock.now + .seconds(5)
+        var received: [UInt8] = []
+        var byte: UInt8 = 0
+        while !received.ends(with: marker.utf8), ContinuousClock.now < end, recv(socket, &byte, 1, 0) == 1 {
+            received.append(byte)
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
+    func close() { Glibc.close(socket) }
+}
+
+private extension Array where Element == UInt8 {
+    func ends(with suffix: String.UTF8View) -> Bool {
+        count >= suffix.count && self[(count - suffix.count)...].elementsEqual(suffix)
     }
 }
