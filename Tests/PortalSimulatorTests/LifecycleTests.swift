@@ -99,19 +99,10 @@ struct DNSQuery {
 
     func send(to port: Int) throws -> Reply {
         let query = [UInt8(id >> 8), UInt8(id & 0xFF), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0] + question
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(socket) }
-        var timeout = timeval(tv_sec: 2, tv_usec: 0)
-        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let sent = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                sendto(socket, query, query.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
+        let (socket, sent) = toLoopback(SOCK_DGRAM, port: port, receiveTimeout: 2) { socket, address, length in
+            sendto(socket, query, query.count, 0, address, length)
         }
+        defer { close(socket) }
         guard sent == query.count else { throw ProcessFailure(description: "sendto failed: errno \(errno)") }
         var buffer = [UInt8](repeating: 0, count: 512)
         let received = recv(socket, &buffer, buffer.count, 0)
@@ -120,23 +111,30 @@ struct DNSQuery {
     }
 }
 
+/// A new socket whose reads give up after `receiveTimeout` seconds, and what `body` returned
+/// given it and the address of 127.0.0.1:`port`.
+func toLoopback<Result>(_ type: __socket_type, port: Int, receiveTimeout: Int,
+                        _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Result) -> (socket: Int32, result: Result) {
+    let socket = Glibc.socket(AF_INET, Int32(type.rawValue), 0)
+    var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
+    setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    return (socket, result)
+}
+
 /// An HTTP exchange over a plain TCP socket on loopback, read as the bytes arrive.
 final class RawHTTPConnection: Sendable {
     private let socket: Int32
 
     init(port: Int, request: String) throws {
-        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
+        let connected: Int32
+        (socket, connected) = toLoopback(SOCK_STREAM, port: port, receiveTimeout: 5) { connect($0, $1, $2) }
         guard connected == 0, send(socket, request, request.utf8.count, Int32(MSG_NOSIGNAL)) == request.utf8.count else {
             close()
             throw ProcessFailure(description: "cannot send to 127.0.0.1:\(port): errno \(errno)")
