@@ -1,11 +1,20 @@
 #define _GNU_SOURCE
 #include "CLuaSandbox.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 int sbx_die_with_parent(void) { return prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); }
 
 int sbx_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+int sbx_available_cores(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? (int)online : 1;
 }

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 internal import CLuaSandbox
 
 /// The main loop of a worker process: the supervisor's `LuaEngine` starts it and talks to
@@ -31,13 +30,12 @@ private func reportToStandardError(_ line: String) {
     _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
 }
 
-/// The worker's view of one script: its state, touched only on its serial queue.
+/// The worker's view of one script: its state, touched only by the jobs of its lane,
+/// which run one at a time.
 private final class ScriptHost: @unchecked Sendable {
-    let queue: DispatchQueue
+    let lane = ScriptScheduler.Lane()
     var state: SandboxedState?
     var source: ScriptSource?
-
-    init(id: UInt32) { queue = DispatchQueue(label: "lua-sandbox.script.\(id)") }
 }
 
 private struct RequestBook {
@@ -58,6 +56,7 @@ private final class Worker: Sendable {
     let modules: [HostModule]
     let outbox = PlainLock(Outbox())
     let requests = PlainLock(RequestBook())
+    let scheduler = ScriptScheduler()
 
     /// Time allowed to rebuild a script's state after it overran or hit its memory cap;
     /// the script loaded within its deadline before, so this is generous.
@@ -65,8 +64,8 @@ private final class Worker: Sendable {
 
     init(modules: [HostModule]) { self.modules = modules }
 
-    /// Reads frames until the supervisor closes the socket. Each script's work runs on its
-    /// own serial queue, so a slow script never holds up this loop or other scripts.
+    /// Reads frames until the supervisor closes the socket. Each script's work runs in its
+    /// own lane of the scheduler, so a slow script never holds up this loop or other scripts.
     func serve() {
         var scripts: [UInt32: ScriptHost] = [:]
         var configuration: (prelude: ScriptSource?, memoryLimit: Int) = (nil, 32 << 20)
@@ -83,7 +82,7 @@ private final class Worker: Sendable {
                     case .configure(let prelude, let memoryLimit):
                         configuration = (prelude, Int(clamping: memoryLimit))
                     case .load(let script, let source, let deadline):
-                        let host = scripts[script] ?? ScriptHost(id: script)
+                        let host = scripts[script] ?? ScriptHost()
                         scripts[script] = host
                         load(source, into: host, id: id, deadline: deadline, configuration: configuration)
                     case .call(let script, let entry, let arguments, let deadline):
@@ -95,7 +94,7 @@ private final class Worker: Sendable {
                         call(entry, arguments, on: host, id: id, deadline: deadline, configuration: configuration)
                     case .unload(let script):
                         if let host = scripts.removeValue(forKey: script) {
-                            host.queue.async { host.state = nil }
+                            scheduler.enqueue({ host.state = nil }, on: host.lane)
                         }
                     case .cancel:
                         requests.withLock { book in
@@ -118,7 +117,7 @@ private final class Worker: Sendable {
 
     private func load(_ source: ScriptSource, into host: ScriptHost, id: UInt64, deadline: Int64,
                       configuration: (prelude: ScriptSource?, memoryLimit: Int)) {
-        host.queue.async { [modules] in
+        scheduler.enqueue({ [modules] in
             let deadline = deadline == 0 ? nil : Deadline(nanoseconds: deadline)
             let outcome: RawOutcome
             do {
@@ -133,12 +132,12 @@ private final class Worker: Sendable {
                 outcome = RawOutcome(error: error)
             }
             self.respond(id, outcome)
-        }
+        }, on: host.lane)
     }
 
     private func call(_ entry: String, _ arguments: [UInt8], on host: ScriptHost, id: UInt64, deadline: Int64,
                       configuration: (prelude: ScriptSource?, memoryLimit: Int)) {
-        host.queue.async { [modules] in
+        scheduler.enqueue({ [modules] in
             let startable = self.requests.withLock { book in
                 book.queued.remove(id)
                 guard book.cancelledBeforeStart.remove(id) == nil else { return false }
@@ -154,14 +153,14 @@ private final class Worker: Sendable {
             _ = self.requests.withLock { $0.running.removeValue(forKey: id) }
             self.respond(id, outcome)
             // After a memory or deadline error the script starts over from a fresh state,
-            // built after answering and before the script's next call (its queue is serial).
+            // built after answering and before the script's next call (in the same lane).
             if outcome.needsFreshState, let source = host.source,
                let fresh = try? SandboxedState(memoryLimit: configuration.memoryLimit, modules: modules,
                                                prelude: configuration.prelude, deadline: .after(Self.reloadBudget)),
                fresh.loadRaw(source, deadline: .after(Self.reloadBudget)).succeeded {
                 host.state = fresh
             }
-        }
+        }, on: host.lane)
     }
 
     private func respond(_ id: UInt64, _ outcome: RawOutcome) {

@@ -144,6 +144,40 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         #expect(milliseconds(since: start) < 5000)  // far below the 30 s deadline, with room for a loaded machine
     }
 
+    @Test func aScriptsCallsRunOneAtATimeInTheirOrder() async throws {
+        let engine = try makeEngine(workers: 1, deadline: .seconds(10))
+        let counter = try await engine.load(ScriptSource(path: "counter.lua", text: """
+            local count = 0
+            return { next = function() local seen = count for _ = 1, 200 do end count = seen + 1 return count end }
+            """))
+        let other = try await engine.load(ScriptSource(path: "other.lua", text: "return { next = function() return 0 end }"))
+        let calls = (0..<300).map { ScriptCall($0 % 3 == 2 ? other : counter, "next") }
+        var answers: [Int: LuaValue] = [:]
+        for await (index, outcome) in engine.callAll(calls) { answers[index] = try outcome.get().first }
+        let counted = calls.indices.filter { $0 % 3 != 2 }
+        #expect(counted.map { answers[$0] } == (1...200).map { .integer(Int64($0)) })
+    }
+
+    /// The worker runs scripts on about as many threads as there are cores; a call that runs
+    /// long (here a loop on every one of them, and one more) must not hold up the others.
+    @Test func callsThatRunLongDoNotHoldUpOtherScripts() async throws {
+        let engine = try makeEngine(workers: 1, deadline: .seconds(10))
+        let spin = "return { run = function() while true do end end }"
+        var spinners: [ScriptHandle] = []
+        for number in 0...ProcessInfo.processInfo.activeProcessorCount {
+            spinners.append(try await engine.load(ScriptSource(path: "spin\(number).lua", text: spin)))
+        }
+        let quick = try await engine.load(ScriptSource(path: "quick.lua", text: "return { ping = function() return 'pong' end }"))
+        let spinning = Task {
+            for await _ in engine.callAll(spinners.map { ScriptCall($0, "run") }, deadline: .after(.seconds(8))) {}
+        }
+        defer { spinning.cancel() }
+        try await Task.sleep(for: .milliseconds(100))
+        let start = Deadline.now
+        #expect(try await engine.call(quick, "ping").get() == ["pong"])
+        #expect(milliseconds(since: start) < 4000)  // not the 8 s of the spinners' deadline
+    }
+
     @Test func aWorkerThatDiesIsReplacedAndItsScriptsReloaded() async throws {
         let engine = try makeEngine(workers: 1, deadline: .seconds(10))
         let script = try await engine.load(ScriptSource(path: "s.lua", text: """

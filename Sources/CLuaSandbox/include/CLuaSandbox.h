@@ -162,4 +162,7 @@ int sbx_die_with_parent(void);
 /// gets no descriptor from `from` up.
 int sbx_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
 
+/// The cores this process may run on: its affinity mask (CPU_COUNT is a macro).
+int sbx_available_cores(void);
+
 #endif
