@@ -15,8 +15,7 @@ internal import CLuaSandbox
 final class ScriptScheduler: @unchecked Sendable {
     /// One script's queue of jobs. Touched only with the scheduler's lock held.
     final class Lane: @unchecked Sendable {
-        fileprivate var jobs: [() -> Void] = []
-        fileprivate var head = 0
+        fileprivate var jobs = FirstInFirstOut<() -> Void>()
         /// In `ready`, or its job running.
         fileprivate var scheduled = false
     }
@@ -35,8 +34,7 @@ final class ScriptScheduler: @unchecked Sendable {
     private let workArrived = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let congested = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     // The rest is touched only with `mutex` held.
-    private var ready: [Lane] = []
-    private var readyHead = 0
+    private var ready = FirstInFirstOut<Lane>()
     private var runners: [Runner] = []
     /// Jobs running that count against `width`.
     private var running = 0
@@ -93,7 +91,7 @@ final class ScriptScheduler: @unchecked Sendable {
     /// and room under the width, and the monitor when there is no room.
     private func wakeRunners() -> Wakes {
         var wakes = Wakes()
-        let waiting = ready.count - readyHead
+        let waiting = ready.count
         let wanted = min(waiting, width - running - signalled - starting)
         wakes.monitor = waiting > wanted && monitorAsleep
         for _ in 0..<max(0, wanted) {
@@ -135,17 +133,6 @@ final class ScriptScheduler: @unchecked Sendable {
         pthread_detach(thread)
     }
 
-    private func nextReadyLane() -> Lane? {
-        guard readyHead < ready.count else { return nil }
-        let lane = ready[readyHead]
-        readyHead += 1
-        if readyHead == ready.count {
-            ready.removeAll(keepingCapacity: true)
-            readyHead = 0
-        }
-        return lane
-    }
-
     /// A thread's life: take the next ready script's next job while there is room under
     /// the width, else wait for work.
     private func runJobs() -> Never {
@@ -158,16 +145,11 @@ final class ScriptScheduler: @unchecked Sendable {
         }
         starting -= 1
         while true {
-            if running < width, let lane = nextReadyLane() {
+            if running < width, let lane = ready.removeFirst() {
                 running += 1
                 me.startedAt = sbx_monotonic_ns()
                 me.demoted = false
-                let job = lane.jobs[lane.head]
-                lane.head += 1
-                if lane.head == lane.jobs.count {
-                    lane.jobs.removeAll(keepingCapacity: true)
-                    lane.head = 0
-                }
+                let job = lane.jobs.removeFirst()!
                 pthread_mutex_unlock(mutex)
                 job()
                 pthread_mutex_lock(mutex)
@@ -175,7 +157,7 @@ final class ScriptScheduler: @unchecked Sendable {
                 me.startedAt = 0
                 // A lane with more jobs goes to the back of the line; this thread takes
                 // the next in line itself if there is room under the width.
-                if lane.head < lane.jobs.count {
+                if lane.jobs.count > 0 {
                     ready.append(lane)
                 } else {
                     lane.scheduled = false
@@ -197,7 +179,7 @@ final class ScriptScheduler: @unchecked Sendable {
             + slice.components.attoseconds / 1_000_000_000
         pthread_mutex_lock(mutex)
         while true {
-            if readyHead == ready.count || running + signalled + starting < width {
+            if ready.count == 0 || running + signalled + starting < width {
                 monitorAsleep = true
                 pthread_cond_wait(congested, mutex)
                 monitorAsleep = false
@@ -219,5 +201,30 @@ final class ScriptScheduler: @unchecked Sendable {
             wake(wakes)
             pthread_mutex_lock(mutex)
         }
+    }
+}
+
+/// A queue that releases what it hands out at once and drops the emptied front once it
+/// is half of the storage, so a queue that never empties does not grow.
+struct FirstInFirstOut<Element> {
+    private var elements: [Element?] = []
+    private var head = 0
+
+    var count: Int { elements.count - head }
+
+    mutating func append(_ element: Element) { elements.append(element) }
+
+    mutating func removeFirst() -> Element? {
+        guard head < elements.count else { return nil }
+        let first = elements[head].take()
+        head += 1
+        if head == elements.count {
+            elements.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 32, head * 2 >= elements.count {
+            elements.removeFirst(head)
+            head = 0
+        }
+        return first
     }
 }
