@@ -456,8 +456,8 @@ public actor HotspotRuntime {
         return conclude(command, helper, network: network, outcome: outcome, since: start)
     }
 
-    /// Sends one command to several helpers at once (one write to each worker) and hands
-    /// each response to `take` as it answers; when `take` returns false, the commands not
+    /// Sends one command to several helpers at once (`LuaEngine.callAll`) and hands each
+    /// response to `take` as it answers; when `take` returns false, the commands not
     /// answered yet are cancelled.
     nonisolated func sendAll(_ command: HotspotCommand, to helpers: [HelperScript], network: NetworkDescription?,
                              networkList: [NetworkDescription]? = nil, cookieSession: String? = nil,
@@ -468,12 +468,15 @@ public actor HotspotRuntime {
         for helper in notHandling {
             guard take(helper, conclude(command, helper, network: network, outcome: nil, since: start)) else { return }
         }
-        let calls = handling.map { helper in
-            ScriptCall(helper.handle, "dispatch", [commandTable(command, for: helper, network: network, networkList: networkList,
-                                                                didJustJoin: false, isChosen: false, cookieSession: cookieSession)])
-        }
         var unanswered = Set(handling.indices)
-        for await (index, outcome) in engine.callAll(calls, deadline: deadline(of: command)) {
+        // Each command is built as it is sent, so the first helpers run while the rest are built.
+        let outcomes = engine.callAll(count: handling.count, deadline: deadline(of: command)) { index in
+            ScriptCall(handling[index].handle, "dispatch", [
+                commandTable(command, for: handling[index], network: network, networkList: networkList,
+                             didJustJoin: false, isChosen: false, cookieSession: cookieSession),
+            ])
+        }
+        for await (index, outcome) in outcomes {
             unanswered.remove(index)
             guard take(handling[index], conclude(command, handling[index], network: network, outcome: outcome, since: start)) else {
                 // Leaving the loop cancels them in the engine; they are reported now.

@@ -160,34 +160,50 @@ public final class LuaEngine: Sendable {
             .decoded(memoryLimit: configuration.memoryLimit)
     }
 
-    /// Makes every call at once, with one write to each worker, and yields each outcome as
-    /// its call answers, with the call's index in `calls`. Ending the iteration early, or
-    /// cancelling the task that iterates, cancels the calls that have not answered.
+    /// Makes every call at once and yields each outcome as its call answers, with the call's
+    /// index in `calls`. Ending the iteration early, or cancelling the task that iterates,
+    /// cancels the calls that have not answered.
     public func callAll(_ calls: [ScriptCall], deadline: CallDeadline = .default) -> CallOutcomes {
+        callAll(count: calls.count, deadline: deadline) { calls[$0] }
+    }
+
+    /// `callAll` of the calls `call(0)` to `call(count - 1)`, each built just before it is
+    /// sent: the first calls go out at once, and a worker runs them while the rest are
+    /// built and encoded. A worker's calls go out in writes of 1, 2, 4, 8, then 16 calls.
+    public func callAll(count: Int, deadline: CallDeadline = .default,
+                        _ call: (Int) -> ScriptCall) -> CallOutcomes {
         let (stream, continuation) = AsyncStream.makeStream(of: (Int, RawOutcome).self)
         let outcomes = CallOutcomes(stream: stream, memoryLimit: configuration.memoryLimit)
-        guard !calls.isEmpty else {
+        guard count > 0 else {
             continuation.finish()
             return outcomes
         }
-        let unanswered = Countdown(calls.count)
+        let unanswered = Countdown(count)
         let deliver: @Sendable (Int, RawOutcome) -> Void = { index, outcome in
             continuation.yield((index, outcome))
             if unanswered.finishedOne() { continuation.finish() }
         }
         let resolved = resolve(deadline)
-        var framesBySlot: [Int: [(index: Int, frame: WorkerFrame)]] = [:]
-        for (index, call) in calls.enumerated() {
+        var unsent: [Int: [(index: Int, frame: WorkerFrame)]] = [:]
+        var chunkSizes: [Int: Int] = [:]
+        var submitted: [(slot: WorkerSlot, requests: [UInt64])] = []
+        func send(_ slot: Int) {
+            guard let frames = unsent.removeValue(forKey: slot), !frames.isEmpty else { return }
+            submitted.append((slots[slot], slots[slot].submit(frames, deadline: resolved, deliver: deliver)))
+            chunkSizes[slot] = min(2 * (chunkSizes[slot] ?? 1), 16)
+        }
+        for index in 0..<count {
+            let made = call(index)
             do throws(LuaScriptError) {
-                framesBySlot[call.script.slot, default: []].append((index, try Self.callFrame(call, deadline: resolved)))
+                let slot = made.script.slot
+                unsent[slot, default: []].append((index, try Self.callFrame(made, deadline: resolved)))
+                if unsent[slot]!.count >= chunkSizes[slot, default: 1] { send(slot) }
             } catch {
                 deliver(index, RawOutcome(error: error))
             }
         }
-        let submitted = framesBySlot.map { slot, frames in
-            (slots[slot], slots[slot].submit(frames, deadline: resolved, deliver: deliver))
-        }
-        continuation.onTermination = { termination in
+        for slot in Array(unsent.keys) { send(slot) }
+        continuation.onTermination = { [submitted] termination in
             guard case .cancelled = termination else { return }
             for (slot, requests) in submitted { slot.cancel(requests) }
         }
