@@ -149,7 +149,11 @@ final class WorkerProcess: Sendable {
         }
         if waited == 0 {
             kill()
-            waited = reaped(0)
+            // Waits for the end without reaping, so the pid stays the worker's, and without
+            // the lock, so no write waits on a process slow to die.
+            var info = siginfo_t()
+            _ = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT)
+            waited = reaped(WNOHANG)
         }
         guard waited == pid else { return "ended" }
         let signal = status & 0x7f
