@@ -36,8 +36,8 @@ let package = Package(
         // `make bench`: the engine measured against the hotspot's runtime goals.
         .executableTarget(
             name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotRuntime", "HotspotNetwork", "PortalSimulator"], swiftSettings: swiftSettings),
-        // libcurl's variadic setters and callbacks, which Swift cannot call directly.
-        .target(name: "CCurl", linkerSettings: [.linkedLibrary("curl")]),
+        // libcurl, opened on first use (dlopen), and its variadic setters, which Swift cannot call.
+        .target(name: "CCurl"),
         // libxml2's tolerant HTML parser and OpenSSL's digests, for the script libraries.
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "COpenSSLCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),

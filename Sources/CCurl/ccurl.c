@@ -1,42 +1,109 @@
 #include "CCurl.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+// libcurl is opened with dlopen when the first transfer needs it, not linked: a worker
+// whose scripts make no request never maps it and its two dozen libraries (Kerberos,
+// LDAP, SSH, RTMP with GnuTLS), and starts faster for it.
+static struct {
+    CURLcode (*global_init)(long flags);
+    CURL *(*easy_init)(void);
+    void (*easy_cleanup)(CURL *handle);
+    CURLcode (*easy_perform)(CURL *handle);
+    const char *(*easy_strerror)(CURLcode code);
+    CURLcode (*easy_setopt)(CURL *handle, CURLoption option, ...);
+    CURLcode (*easy_getinfo)(CURL *handle, CURLINFO info, ...);
+    struct curl_slist *(*slist_append)(struct curl_slist *list, const char *text);
+    void (*slist_free_all)(struct curl_slist *list);
+    CURLSH *(*share_init)(void);
+    void (*share_cleanup)(CURLSH *share);
+    CURLSHcode (*share_setopt)(CURLSH *share, CURLSHoption option, ...);
+} curl;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static const char *load_failure;
+
+static void load(void) {
+    // Debian's libcurl brings GnuTLS through librtmp, and GnuTLS initialises itself when
+    // loaded (its configuration, p11-kit's modules): about 1 MiB resident for a library
+    // no transfer here uses (curl uses OpenSSL, and RTMP is never allowed). This variable,
+    // set only while loading, skips that; GnuTLS still initialises if anyone calls it.
+    int was_set = getenv("GNUTLS_NO_IMPLICIT_INIT") != NULL;
+    if (!was_set) setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0);
+    void *library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!was_set) unsetenv("GNUTLS_NO_IMPLICIT_INIT");
+    if (!library) {
+        load_failure = dlerror();
+        return;
+    }
+#define BIND(field, symbol)                                             \
+    if (!(*(void **)&curl.field = dlsym(library, symbol))) {            \
+        load_failure = "libcurl.so.4 lacks " symbol;                    \
+        return;                                                         \
+    }
+    BIND(global_init, "curl_global_init")
+    BIND(easy_init, "curl_easy_init")
+    BIND(easy_cleanup, "curl_easy_cleanup")
+    BIND(easy_perform, "curl_easy_perform")
+    BIND(easy_strerror, "curl_easy_strerror")
+    BIND(easy_setopt, "curl_easy_setopt")
+    BIND(easy_getinfo, "curl_easy_getinfo")
+    BIND(slist_append, "curl_slist_append")
+    BIND(slist_free_all, "curl_slist_free_all")
+    BIND(share_init, "curl_share_init")
+    BIND(share_cleanup, "curl_share_cleanup")
+    BIND(share_setopt, "curl_share_setopt")
+#undef BIND
+    if (curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) load_failure = "curl_global_init failed";
+}
+
+const char *hh_curl_load(void) {
+    pthread_once(&load_once, load);
+    return load_failure;
+}
+
+CURL *hh_curl_easy_init(void) { return curl.easy_init(); }
+void hh_curl_easy_cleanup(CURL *handle) { curl.easy_cleanup(handle); }
+CURLcode hh_curl_easy_perform(CURL *handle) { return curl.easy_perform(handle); }
+const char *hh_curl_easy_strerror(CURLcode code) { return curl.easy_strerror(code); }
+struct curl_slist *hh_curl_slist_append(struct curl_slist *list, const char *text) {
+    return curl.slist_append(list, text);
+}
+void hh_curl_slist_free_all(struct curl_slist *list) { curl.slist_free_all(list); }
+CURLSH *hh_curl_share_init(void) { return curl.share_init(); }
+void hh_curl_share_cleanup(CURLSH *share) { curl.share_cleanup(share); }
+
 CURLcode hh_curl_set_long(CURL *handle, CURLoption option, long value) {
-    return curl_easy_setopt(handle, option, value);
+    return curl.easy_setopt(handle, option, value);
 }
 
 CURLcode hh_curl_set_offset(CURL *handle, CURLoption option, curl_off_t value) {
-    return curl_easy_setopt(handle, option, value);
+    return curl.easy_setopt(handle, option, value);
 }
 
 CURLcode hh_curl_set_string(CURL *handle, CURLoption option, const char *value) {
-    return curl_easy_setopt(handle, option, value);
+    return curl.easy_setopt(handle, option, value);
 }
 
 CURLcode hh_curl_set_pointer(CURL *handle, CURLoption option, void *value) {
-    return curl_easy_setopt(handle, option, value);
+    return curl.easy_setopt(handle, option, value);
 }
 
 CURLcode hh_curl_set_data_callback(CURL *handle, CURLoption option, hh_curl_data_callback callback) {
-    return curl_easy_setopt(handle, option, callback);
+    return curl.easy_setopt(handle, option, callback);
 }
 
 CURLcode hh_curl_set_progress_callback(CURL *handle, hh_curl_progress_callback callback) {
-    CURLcode code = curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
-    return code == CURLE_OK ? curl_easy_setopt(handle, CURLOPT_NOPROGRESS, 0L) : code;
+    CURLcode code = curl.easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
+    return code == CURLE_OK ? curl.easy_setopt(handle, CURLOPT_NOPROGRESS, 0L) : code;
 }
 
 CURLcode hh_curl_get_long(CURL *handle, CURLINFO info, long *value) {
-    return curl_easy_getinfo(handle, info, value);
-}
-
-CURLcode hh_curl_get_string(CURL *handle, CURLINFO info, char **value) {
-    return curl_easy_getinfo(handle, info, value);
+    return curl.easy_getinfo(handle, info, value);
 }
 
 CURLSHcode hh_curl_share_set_long(CURLSH *share, CURLSHoption option, long value) {
-    return curl_share_setopt(share, option, value);
-}
-
-CURLcode hh_curl_global_init(void) {
-    return curl_global_init(CURL_GLOBAL_DEFAULT);
+    return curl.share_setopt(share, option, value);
 }

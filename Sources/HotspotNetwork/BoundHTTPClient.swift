@@ -10,24 +10,26 @@ import Synchronization
 public final class CookieJar: @unchecked Sendable {
     // Unchecked: the share handle is only touched while holding `lock`, so one request
     // at a time uses it.
-    private let share: UnsafeMutableRawPointer
+    private var share: UnsafeMutableRawPointer?
     private let lock = Mutex(())
 
-    public init() {
-        _ = BoundHTTPClient.globalInitialization
-        share = curl_share_init()!
-        hh_curl_share_set_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_COOKIE.rawValue))
-    }
+    /// The share is made by the first request, so a jar costs nothing until then, and
+    /// libcurl is loaded only by a process that makes requests.
+    public init() {}
 
-    fileprivate func withShare<T>(_ body: (UnsafeMutableRawPointer) throws(HTTPFailure) -> T) throws(HTTPFailure) -> T {
+    fileprivate func withShare<T>(_ body: (UnsafeMutableRawPointer?) throws(HTTPFailure) -> T) throws(HTTPFailure) -> T {
         let result: Result<T, HTTPFailure> = lock.withLock { _ in
+            if share == nil, let made = hh_curl_share_init() {
+                hh_curl_share_set_long(made, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_COOKIE.rawValue))
+                share = made
+            }
             do throws(HTTPFailure) { return .success(try body(share)) } catch { return .failure(error) }
         }
         return try result.get()
     }
 
     deinit {
-        curl_share_cleanup(share)
+        if let share { hh_curl_share_cleanup(share) }
     }
 }
 
@@ -48,13 +50,15 @@ public struct BoundHTTPClient: Sendable {
         self.userAgent = userAgent
     }
 
-    static let globalInitialization: Void = { _ = hh_curl_global_init() }()
+    /// Why libcurl cannot be used (not installed, or its initialisation failed), or nil
+    /// once it is loaded and initialised: the first request loads it.
+    static let libcurlFailure: String? = hh_curl_load().map { String(cString: $0) }
 
     /// Performs `request`, ending by the earlier of its timeout and `deadline`; stops
     /// early when `isCancelled` turns true.
     public func perform(_ request: HTTPRequest, deadline: ContinuousClock.Instant? = nil,
                         isCancelled: @escaping () -> Bool = { false }) throws(HTTPFailure) -> HTTPResponse {
-        _ = Self.globalInitialization
+        if let failure = Self.libcurlFailure { throw HTTPFailure(.protocol, "cannot use libcurl: \(failure)") }
         let timeoutEnd = ContinuousClock.now.advanced(by: request.timeout)
         let end = min(timeoutEnd, deadline ?? timeoutEnd)
         var method = request.method.uppercased()
@@ -104,8 +108,8 @@ public struct BoundHTTPClient: Sendable {
             resolved = try BoundDNS.lookup(parts.host, binding: binding, deadline: end)
         }
 
-        guard let handle = curl_easy_init() else { throw HTTPFailure(.protocol, "libcurl could not start a transfer") }
-        defer { curl_easy_cleanup(handle) }
+        guard let handle = hh_curl_easy_init() else { throw HTTPFailure(.protocol, "libcurl could not start a transfer") }
+        defer { hh_curl_easy_cleanup(handle) }
         let state = TransferState(maxBody: maxBody, isCancelled: isCancelled)
         let context = Unmanaged.passRetained(state)
         defer { context.release() }
@@ -158,10 +162,10 @@ public struct BoundHTTPClient: Sendable {
                 hh_curl_set_pointer(handle, CURLOPT_SHARE, share)
                 hh_curl_set_string(handle, CURLOPT_COOKIEFILE, "")
                 defer { hh_curl_set_pointer(handle, CURLOPT_SHARE, nil) }
-                return curl_easy_perform(handle)
+                return hh_curl_easy_perform(handle)
             }
         } else {
-            code = curl_easy_perform(handle)
+            code = hh_curl_easy_perform(handle)
         }
         if code != CURLE_OK { throw failure(code, state: state, host: parts.host, url: url, handle: handle) }
         var status = 0
@@ -173,7 +177,7 @@ public struct BoundHTTPClient: Sendable {
                          handle: UnsafeMutableRawPointer) -> HTTPFailure {
         if let limit = state.exceeded { return HTTPFailure(.tooLarge, limit) }
         if state.cancelled { return HTTPFailure(.timeout, "the command was cancelled") }
-        let reason = String(cString: curl_easy_strerror(code))
+        let reason = String(cString: hh_curl_easy_strerror(code))
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             return HTTPFailure(.timeout, "\(url) did not answer in time")
@@ -276,13 +280,13 @@ private struct CurlLists {
     @discardableResult
     mutating func append(_ text: String, to list: WritableKeyPath<CurlLists, UnsafeMutablePointer<curl_slist>?>)
         -> UnsafeMutablePointer<curl_slist>? {
-        self[keyPath: list] = curl_slist_append(self[keyPath: list], text)
+        self[keyPath: list] = hh_curl_slist_append(self[keyPath: list], text)
         return self[keyPath: list]
     }
 
     func free() {
-        curl_slist_free_all(headers)
-        curl_slist_free_all(resolve)
+        hh_curl_slist_free_all(headers)
+        hh_curl_slist_free_all(resolve)
     }
 }
 

@@ -41,6 +41,9 @@ struct BoundHTTPClientTests {
         #expect(String(decoding: getWithBody.body, as: UTF8.self) == "GET|")
         let emptyPost = try client().perform(HTTPRequest(method: "POST", url: base + "/echo"))
         #expect(String(decoding: emptyPost.body, as: UTF8.self).hasPrefix("POST|"))
+        // Loading libcurl set GnuTLS's switch only while loading; processes this one starts
+        // do not inherit it.
+        #expect(getenv("GNUTLS_NO_IMPLICIT_INIT") == nil)
     }
 
     @Test func everyRedirectKind() async throws {

@@ -1,0 +1,40 @@
+import Foundation
+import PortalSimulator
+import Testing
+@testable import HotspotRuntime
+
+/// libcurl and its two dozen libraries are opened by a process's first request, so a
+/// worker whose scripts make none never maps them.
+@Suite struct LibcurlLoadingTests {
+    /// Read to the end: /proc files have no size, and a read sized by `stat` misses most of it.
+    static func mapsLibcurl(_ pid: Int32) throws -> Bool {
+        let maps = try #require(FileHandle(forReadingAtPath: "/proc/\(pid)/maps")).readToEnd() ?? Data()
+        return String(decoding: maps, as: UTF8.self).contains("/libcurl.so.4")
+    }
+
+    @Test func aWorkerMapsLibcurlOnlyOnceAScriptMakesARequest() async throws {
+        let portal = try await SimulatedPortal.start(.clickThrough)
+        let fixture = try await RuntimeFixture(scripts: ["cafe": """
+            return {
+              name = "Cafe",
+              hosts = { "127.0.0.1" },
+              evaluate = function(cmd) return "high" end,
+              authenticate = function(cmd)
+                local answer = cmd:http{ url = "\(portal.url)login", form = { accept_terms = "yes" } }
+                return answer.status == 200 and "success" or "failure"
+              end,
+            }
+            """])
+        let workers = fixture.engine.workerProcessIDs
+        #expect(!workers.isEmpty)
+        let before = try workers.map(Self.mapsLibcurl)
+        let state = await fixture.runtime.join(guest)
+        let after = try workers.map(Self.mapsLibcurl)
+        await portal.stop()
+        fixture.engine.shutdown()
+
+        #expect(state == .authenticated)
+        #expect(before.allSatisfy { !$0 })
+        #expect(after.contains(true))
+    }
+}
