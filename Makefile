@@ -3,7 +3,7 @@
 SWIFT ?= swift
 SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lua5.4 pkg-config iproute2 curl openssl
 
-.PHONY: all deps build test demo bench clean
+.PHONY: all deps build release test demo bench clean
 
 all: build
 
@@ -36,8 +36,12 @@ test: deps
 demo: build
 	$(SWIFT) run --skip-build hotspot-helper demo
 
-bench: deps
-	$(SWIFT) build -c release
+# What a device installs: .build/release/hotspot-helper, with the Swift libraries linked
+# in, so the daemon and its worker processes (the same executable) share its pages.
+release: deps
+	$(SWIFT) build -c release --static-swift-stdlib
+
+bench: release
 	$(SWIFT) run -c release --skip-build hotspot-bench
 
 clean:

@@ -48,8 +48,6 @@ let package = Package(
         .target(
             name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "CLibXML2", "COpenSSLCrypto"],
             swiftSettings: swiftSettings),
-        // The worker process that runs venue scripts, with the script libraries.
-        .executableTarget(name: "hotspot-helper-worker", dependencies: ["LuaSandbox", "ScriptLibraries"], swiftSettings: swiftSettings),
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
         .target(name: "HotspotRuntime", dependencies: ["LuaSandbox", "CLuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
@@ -64,11 +62,13 @@ let package = Package(
                 "HotspotRuntime", "HotspotNetwork", "LuaSandbox", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
-        // The command line, thin, on top of the runtime: what a device runs.
+        // The command line, thin, on top of the runtime: what a device runs. It is also the
+        // worker process that runs venue scripts, with the script libraries.
         .executableTarget(
             name: "hotspot-helper",
             dependencies: [
-                "HotspotCommandLine", "HotspotRuntime", "HotspotNetwork", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "HotspotCommandLine", "HotspotRuntime", "HotspotNetwork", "LuaSandbox", "ScriptLibraries",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
         // demo, dev and simulate, with the portal simulator, which `hotspot-helper` runs for them.

@@ -22,7 +22,7 @@ package enum DevTools {
         execv(path, &argv)
         let reason = String(cString: strerror(errno))
         writeUnbuffered("hotspot-helper: `\(arguments.first ?? "")` runs \(path), which cannot start (\(reason)); "
-            + "it is built beside hotspot-helper by `swift build` (a device needs only hotspot-helper and hotspot-helper-worker)\n",
+            + "it is built beside hotspot-helper by `swift build` (a device needs only hotspot-helper)\n",
             to: STDERR_FILENO)
         exit(2)
     }

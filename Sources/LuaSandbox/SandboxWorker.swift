@@ -10,6 +10,11 @@ public enum SandboxWorker {
     static let launchArgument = "--lua-sandbox-worker"
     static let descriptor: Int32 = 3
 
+    /// Whether the engine started this process as a worker. An executable that is also a
+    /// command line (and so serves as its own worker) checks this before parsing its
+    /// arguments, and then calls `run(modules:)`.
+    public static var isLaunchedAsWorker: Bool { CommandLine.arguments.dropFirst().first == launchArgument }
+
     public static func run(modules: [HostModule]) -> Never {
         let arguments = CommandLine.arguments
         guard arguments.count == 3, arguments[1] == launchArgument, let parent = pid_t(arguments[2]) else {

@@ -1,5 +1,7 @@
 import ArgumentParser
 import HotspotCommandLine
+import LuaSandbox
+import ScriptLibraries
 
 @main
 struct HotspotHelperCommand: AsyncParsableCommand {
@@ -16,6 +18,10 @@ struct HotspotHelperCommand: AsyncParsableCommand {
         ])
 
     static func main() async {
+        // The engine runs venue scripts in worker processes of this same executable, so a
+        // device installs one file, and a statically linked build shares its pages
+        // between the daemon and its workers.
+        if SandboxWorker.isLaunchedAsWorker { SandboxWorker.run(modules: ScriptLibraries.modules) }
         let devToolsCommands = [Demo.configuration, Dev.configuration, Simulate.configuration].compactMap(\.commandName)
         if let name = CommandLine.arguments.dropFirst().first, devToolsCommands.contains(name) {
             DevTools.replaceProcess(running: Array(CommandLine.arguments.dropFirst()))

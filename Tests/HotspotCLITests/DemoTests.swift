@@ -51,7 +51,7 @@ struct DemoTests {
         let run = try await CLI.run(["simulate", "--list"], executable: alone)
         #expect(run.status == 2)
         #expect(run.errors.contains("hotspot-helper-devtools"))
-        #expect(run.errors.contains("a device needs only hotspot-helper and hotspot-helper-worker"))
+        #expect(run.errors.contains("a device needs only hotspot-helper"))
         let beside = try await CLI.run(["simulate", "--list"])
         #expect(beside.status == 0)
         #expect(beside.output.hasPrefix("click-through"))
