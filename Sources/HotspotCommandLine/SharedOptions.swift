@@ -61,7 +61,7 @@ package struct RuntimeOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Deadline of each command in seconds (present_ui has none).", valueName: "seconds"))
     package var deadline = 45.0
 
-    @Option(help: ArgumentHelp("Worker processes that run the scripts, 1 to 16. Scripts run in parallel with one; more cost about 9 MiB each and narrow what a worker killed for an overrun interrupts.",
+    @Option(help: ArgumentHelp("Worker processes that run the scripts, 1 to 16. Scripts run in parallel with one; more cost about 2 MiB each and narrow what a worker killed for an overrun interrupts.",
                                valueName: "count"))
     package var workers = 1
 

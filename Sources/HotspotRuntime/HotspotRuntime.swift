@@ -48,9 +48,9 @@ public actor HotspotRuntime {
 
     /// The engine configuration helpers need: the worker with the script libraries (the
     /// `hotspot-helper` executable, which is its own worker), and the contract's prelude
-    /// in every state. One worker by default: its scripts run in
-    /// parallel on threads of their own anyway, and each further worker costs about 9 MiB;
-    /// more workers only narrow what a worker killed for an overrun interrupts.
+    /// in every state. One worker by default: its scripts run in parallel on threads of
+    /// their own anyway, and each further worker costs about 2 MiB (release build); more
+    /// workers only narrow what a worker killed for an overrun interrupts.
     public static func engineConfiguration(
         workerExecutable: String = LuaEngine.Configuration.executableBesideCurrent(named: "hotspot-helper"),
         workerCount: Int = 1
