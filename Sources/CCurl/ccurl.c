@@ -30,6 +30,9 @@ static void load(void) {
     // loaded (its configuration, p11-kit's modules): about 1 MiB resident for a library
     // no transfer here uses (curl uses OpenSSL, and RTMP is never allowed). This variable,
     // set only while loading, skips that; GnuTLS still initialises if anyone calls it.
+    // It is the process's one change to its environment, made once: a thread reading the
+    // environment meanwhile sees the variable or not, and processes spawned later do not
+    // inherit it.
     int was_set = getenv("GNUTLS_NO_IMPLICIT_INIT") != NULL;
     if (!was_set) setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0);
     void *library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
