@@ -17,12 +17,13 @@ public final class CookieJar: @unchecked Sendable {
     /// libcurl is loaded only by a process that makes requests.
     public init() {}
 
-    fileprivate func withShare<T>(_ body: (UnsafeMutableRawPointer?) throws(HTTPFailure) -> T) throws(HTTPFailure) -> T {
+    fileprivate func withShare<T>(_ body: (UnsafeMutableRawPointer) throws(HTTPFailure) -> T) throws(HTTPFailure) -> T {
         let result: Result<T, HTTPFailure> = lock.withLock { _ in
             if share == nil, let made = hh_curl_share_init() {
                 hh_curl_share_set_long(made, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_COOKIE.rawValue))
                 share = made
             }
+            guard let share else { return .failure(HTTPFailure(.protocol, "libcurl could not make a cookie jar")) }
             do throws(HTTPFailure) { return .success(try body(share)) } catch { return .failure(error) }
         }
         return try result.get()
