@@ -30,15 +30,17 @@ enum HelperPrelude {
     local HANDLERS = { "filter_scan_list", "evaluate", "authenticate", "present_ui", "maintain", "logoff" }
     local STORE_LIMIT = \#(StateDirectory.storeLimit)
 
-    -- Methods are made on first use, each bound to its object, so both the colon and the
-    -- dot forms work (network:set_confidence("high") and network.set_confidence("high")),
-    -- and a command pays only for the methods its handler touches.
-    local function lazy_methods(makers, state_of, protected_name)
+    -- The methods of `cmd`'s I/O (cmd:http and the like) are made on first use, each bound
+    -- to its command, so both the colon and the dot forms work (cmd:http{...} and
+    -- cmd.http{...}), and a command pays only for those its handler touches.
+    local function lazy_methods(makers, state_of, shared, protected_name)
       return {
         __index = function(object, key)
+          local method = shared[key]
+          if method ~= nil then return method end
           local make = makers[key]
           if make == nil then return nil end
-          local method = make(object, state_of[object])
+          method = make(object, state_of[object])
           rawset(object, key, method)
           return method
         end,
@@ -46,36 +48,49 @@ enum HelperPrelude {
       }
     end
 
-    -- Networks made by the runtime; what scripts set on them, by network.
-    local network_settings = setmetatable({}, { __mode = "k" })
-    local NETWORK = lazy_methods({
-      set_confidence = function(_, settings)
-        return function(self, level)
-          if level == nil and type(self) == "string" then level = self end
+    -- The networks of each command (the tables the runtime sent, given methods), and the
+    -- command's record; what scripts set on them is kept in the record, by network.
+    -- Evaluate runs in every helper at every join, so this path makes no closures: the
+    -- methods are shared, and called with a colon (the error says so otherwise).
+    local network_records = setmetatable({}, { __mode = "k" })
+
+    -- What the prelude keeps about `object` (a network or a response) in `kept`. A method
+    -- called with a dot gets its first argument as `object`, and an error that says how.
+    local OWNERS = {
+      network = "cmd.network and of the networks in cmd.network_list",
+      response = "a response from cmd:create_response",
+    }
+    local function kept_for(kept, object, method, owner)
+      local state = kept[object]
+      if state == nil then
+        error(method .. " is a method of " .. OWNERS[owner] .. ": call it with a colon, as in " .. owner .. ":" .. method .. "(...)", 3)
+      end
+      return state
+    end
+
+    local NETWORK = {
+      __index = {
+        set_confidence = function(network, level)
+          local record = kept_for(network_records, network, "set_confidence", "network")
           if not CONFIDENCES[level] then
             error("set_confidence expects \"none\", \"low\" or \"high\", got " .. tostring(level), 2)
           end
-          settings.confidence = level
-        end
-      end,
-      set_password = function(_, settings)
-        return function(self, password)
-          if password == nil and type(self) == "string" then password = self end
+          local confidences = record.confidences
+          if confidences == nil then record.confidences = { [network] = level } else confidences[network] = level end
+        end,
+        set_password = function(network, password)
+          local record = kept_for(network_records, network, "set_password", "network")
           if type(password) ~= "string" then error("set_password expects a string", 2) end
-          settings.password = password
-        end
-      end,
-    }, network_settings, "network")
+          local passwords = record.passwords
+          if passwords == nil then record.passwords = { [network] = password } else passwords[network] = password end
+        end,
+      },
+      __metatable = "network",
+    }
 
-    local function make_network(fields, known)
-      local network = setmetatable({
-        ssid = fields.ssid, bssid = fields.bssid, signal_strength = fields.signal_strength,
-        is_secure = fields.is_secure, did_auto_join = fields.did_auto_join,
-        did_just_join = fields.did_just_join, is_chosen_helper = fields.is_chosen_helper,
-      }, NETWORK)
-      local settings = {}
-      known[network] = settings
-      network_settings[network] = settings
+    local function adopt_network(network, record)
+      setmetatable(network, NETWORK)
+      network_records[network] = record
       return network
     end
 
@@ -293,14 +308,18 @@ enum HelperPrelude {
       abort = function(cmd) return wispr_end(cmd, "wispr.abort", WISPR_ABORT_KEY, 151, "no_login_pending") end,
     }, "wispr")
 
-    local function network_answer(network, known)
-      local settings = known[network]
-      return { ssid = network.ssid, bssid = network.bssid, password = settings.password, confidence = settings.confidence }
+    local function network_answer(network, record)
+      local passwords, confidences = record.passwords, record.confidences
+      return {
+        ssid = network.ssid, bssid = network.bssid,
+        password = passwords and passwords[network], confidence = confidences and confidences[network],
+      }
     end
 
     local socket_opener, create_response
 
-    -- What `cmd` offers besides its fields, made on first use (see lazy_methods).
+    -- What `cmd` offers besides its fields: create_response, shared; the rest made on first
+    -- use (see lazy_methods).
     local COMMAND = lazy_methods({
       -- Both cmd:http{...} and cmd.http{...} work.
       http = function(cmd, record)
@@ -340,11 +359,7 @@ enum HelperPrelude {
         store_records[proxy] = record
         return proxy
       end,
-      -- A tail call: errors at level 2 in create_response point at the script's line.
-      create_response = function(_, record)
-        return function(self, result) return create_response(record, self, result) end
-      end,
-    }, commands, "cmd")
+    }, commands, { create_response = function(cmd, result) return create_response(cmd, result) end }, "cmd")
 
     function socket_opener(cmd, record, open)
       return function(self, host_name, port, options)
@@ -355,53 +370,71 @@ enum HelperPrelude {
       end
     end
 
-    function create_response(record, self, result)
-      if result == nil and type(self) == "string" then result = self end
+    -- Responses and what each holds: the command's record, the result, the network or list
+    -- it names, whether it was delivered.
+    local response_states = setmetatable({}, { __mode = "k" })
+
+    local RESPONSE = {
+      __index = {
+        set_network = function(response, net)
+          local state = kept_for(response_states, response, "set_network", "response")
+          if net == nil or network_records[net] ~= state.record then
+            error("set_network expects a network from the command (cmd.network or cmd.network_list)", 2)
+          end
+          state.network = net
+        end,
+        set_network_list = function(response, nets)
+          local state = kept_for(response_states, response, "set_network_list", "response")
+          if type(nets) ~= "table" then error("set_network_list expects a list of networks", 2) end
+          for _, net in ipairs(nets) do
+            if network_records[net] ~= state.record then error("set_network_list expects networks from cmd.network_list", 2) end
+          end
+          state.network_list = nets
+        end,
+        deliver = function(response)
+          local state = kept_for(response_states, response, "deliver", "response")
+          if state.sent then error("deliver() works once: this response was already delivered", 2) end
+          local record = state.record
+          if record.delivered then error("this command already has a delivered response", 2) end
+          state.sent = true
+          local delivered = { result = state.result }
+          if state.network then delivered.network = network_answer(state.network, record) end
+          if state.network_list then
+            local list = {}
+            for i, net in ipairs(state.network_list) do list[i] = network_answer(net, record) end
+            delivered.network_list = list
+          end
+          record.delivered = delivered
+        end,
+      },
+      __metatable = "response",
+    }
+
+    -- Reached from cmd's shared method by a tail call, so level 2 is the script's line.
+    function create_response(cmd, result)
+      local record = commands[cmd]
+      if record == nil then
+        error("create_response is a method of cmd: call it with a colon, as in cmd:create_response(\"success\")", 2)
+      end
       if not RESULTS[result] then
         error("unknown result '" .. tostring(result) .. "'; use one of " .. RESULT_NAMES, 2)
       end
-      local known = record.known
-      local response = {}
-      local chosen, chosen_list, sent
-      function response.set_network(_, net)
-        if known[net] == nil then error("set_network expects a network from the command (cmd.network or cmd.network_list)", 2) end
-        chosen = net
-      end
-      function response.set_network_list(_, nets)
-        if type(nets) ~= "table" then error("set_network_list expects a list of networks", 2) end
-        for _, net in ipairs(nets) do
-          if known[net] == nil then error("set_network_list expects networks from cmd.network_list", 2) end
-        end
-        chosen_list = nets
-      end
-      function response.deliver()
-        if sent then error("deliver() works once: this response was already delivered", 2) end
-        if record.delivered then error("this command already has a delivered response", 2) end
-        sent = true
-        local delivered = { result = result }
-        if chosen then delivered.network = network_answer(chosen, known) end
-        if chosen_list then
-          delivered.network_list = {}
-          for i, net in ipairs(chosen_list) do delivered.network_list[i] = network_answer(net, known) end
-        end
-        record.delivered = delivered
-      end
+      local response = setmetatable({}, RESPONSE)
+      response_states[response] = { record = record, result = result, network = nil, network_list = nil, sent = nil }
       return response
     end
 
     local function dispatch(exports, command)
-      local known = {}
-      local network = command.network and make_network(command.network, known)
-      local list
-      if command.network_list then
-        list = {}
-        for i, fields in ipairs(command.network_list) do list[i] = make_network(fields, known) end
-      end
-      local cmd = setmetatable({ type = command.type, network = network, network_list = list, answers = command.answers }, COMMAND)
-      -- Set by the runtime; kept in the record, out of the script's reach.
+      -- The context is set by the runtime; kept in the record, out of the script's reach.
       local context = command.context or {}
       context.hosts = context.hosts or {}
-      local record = { context = context, known = known, store_data = command.store or {} }
+      local record = { context = context, store_data = command.store or {}, confidences = nil, delivered = nil }
+      local network, list = command.network, command.network_list
+      if network then adopt_network(network, record) end
+      if list then
+        for _, listed in ipairs(list) do adopt_network(listed, record) end
+      end
+      local cmd = setmetatable({ type = command.type, network = network, network_list = list, answers = command.answers }, COMMAND)
       commands[cmd] = record
 
       local handler = rawget(exports, command.type)

@@ -258,6 +258,47 @@ import Testing
         #expect(bogus.error?.contains("unknown result 'great'") == true)
     }
 
+    @Test func contractMethodsCalledWithADotSayHowToCallThem() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "dotty": venue("Dotty", confidence: "high", handlers: ["authenticate": """
+                local function failure(f) local ok, err = pcall(f) assert(not ok, "expected an error") return err end
+                local r = cmd:create_response('success')
+                for _, err in ipairs({
+                  failure(function() cmd.network.set_confidence('high') end),
+                  failure(function() cmd.network.set_password('latte') end),
+                  failure(function() r.set_network(cmd.network) end),
+                  failure(function() r.deliver() end),
+                }) do assert(err:find('call it with a colon', 1, true), err) end
+                r:set_network(cmd.network)
+                r:deliver()
+                """]),
+            "dot": venue("Dot", confidence: "low", handlers: ["authenticate": "cmd.create_response('success')"]),
+        ])
+        let helpers = await fixture.runtime.helpers
+        let dotty = await fixture.runtime.send(.authenticate, to: helpers.first { $0.id == "dotty" }!, network: guest)
+        #expect(dotty.result == .success, "\(dotty.error ?? "")")
+        let dot = await fixture.runtime.send(.authenticate, to: helpers.first { $0.id == "dot" }!, network: guest)
+        let error = try #require(dot.error)
+        #expect(error.contains("call it with a colon, as in cmd:create_response(\"success\")"))
+        #expect(error.contains("dot.lua:"), "the error points at the script's line: \(error)")
+    }
+
+    @Test func aResponseTakesOnlyTheNetworksOfItsOwnCommand() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "keeper": venue("Keeper", confidence: "high", handlers: ["authenticate": """
+                if kept == nil then
+                  kept = cmd.network
+                  return "temporary_failure"
+                end
+                cmd:create_response("success"):set_network(kept)
+                """]),
+        ])
+        let keeper = try #require(await fixture.runtime.helpers.first)
+        _ = await fixture.runtime.send(.authenticate, to: keeper, network: guest)
+        let later = await fixture.runtime.send(.authenticate, to: keeper, network: guest)
+        #expect(later.error?.contains("set_network expects a network from the command") == true, "\(later.error ?? "")")
+    }
+
     @Test func theStoreTakesStringsWithinItsLimitAndCannotBeBypassed() async throws {
         let fixture = try await RuntimeFixture(scripts: [
             "hoarder": venue("Hoarder", confidence: "high", handlers: [
