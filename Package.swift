@@ -35,7 +35,7 @@ let package = Package(
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // `make bench`: the engine measured against the hotspot's runtime goals.
         .executableTarget(
-            name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotRuntime", "HotspotNetwork", "PortalSimulator"], swiftSettings: swiftSettings),
+            name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotRuntime", "ScriptLibraries", "HotspotNetwork", "PortalSimulator"], swiftSettings: swiftSettings),
         // libcurl, opened on first use (dlopen), and its variadic setters, which Swift cannot call.
         .target(name: "CCurl"),
         // libxml2's tolerant HTML parser and OpenSSL's digests, for the script libraries.

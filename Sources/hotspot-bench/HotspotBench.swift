@@ -20,6 +20,7 @@ struct HotspotBench {
         figures += await measure("Deadline overshoot, C overrun (kill)") { [try await measureKillDeadline()] }
         figures += await measure("Commands per second, engine") { [try await measureThroughput()] }
         figures += await measure("Evaluate arbitration") { try await measureArbitration() }
+        figures += await measure("Evaluate in one thread") { try measureEvaluateInProcess() }
         figures += await measure("Commands per second, runtime") { [try await measureRuntimeThroughput()] }
         figures += await measure("Bound GET") { try await measureScriptHTTP() }
         figures += await measure("Probe verdict") { try measureProbeVerdict() }
