@@ -428,6 +428,7 @@ enum HelperPrelude {
       -- The context is set by the runtime; kept in the record, out of the script's reach.
       local context = command.context or {}
       context.hosts = context.hosts or {}
+      -- The nil fields size the table for what the handler sets later.
       local record = { context = context, store_data = command.store or {}, confidences = nil, delivered = nil }
       local network, list = command.network, command.network_list
       if network then adopt_network(network, record) end

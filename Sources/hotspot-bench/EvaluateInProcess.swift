@@ -12,12 +12,12 @@ import ScriptLibraries
 /// state's data (the prelude's code is a copy per state) where the other 99 left it.
 func measureEvaluateInProcess() throws -> [Figure] {
     let rounds = 60
+    let prelude = HotspotRuntime.engineConfiguration().prelude
     var single: Double = 0
     var figures: [Figure] = []
     for count in [1, 100] {
         let states = try (0..<count).map { number in
-            let state = try SandboxedState(memoryLimit: 32 << 20, modules: ScriptLibraries.modules,
-                                           prelude: HotspotRuntime.engineConfiguration().prelude)
+            let state = try SandboxedState(memoryLimit: 32 << 20, modules: ScriptLibraries.modules, prelude: prelude)
             _ = try state.load(ScriptSource(path: "helper\(number).lua", text: Scripts.helper(number))).get()
             return state
         }
