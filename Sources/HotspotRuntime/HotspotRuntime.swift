@@ -498,8 +498,11 @@ public actor HotspotRuntime {
         table["type"] = .text(command.rawValue)
         if let network {
             table["network"] = Self.networkValue(network, didJustJoin: didJustJoin, isChosen: isChosen)
-            table["store"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
-                persistence.store(helper: helper.id, ssid: network.ssid).map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
+            let store = persistence.store(helper: helper.id, ssid: network.ssid)
+            if !store.isEmpty {  // the prelude takes an absent store as empty
+                table["store"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
+                    store.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
+            }
         }
         if command == .presentUI {
             table["answers"] = .table(LuaTable(Dictionary(uniqueKeysWithValues: answers.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
@@ -549,18 +552,27 @@ public actor HotspotRuntime {
 
     /// What the prelude keeps out of the script's reach for `cmd:http` and `cmd:secret`.
     nonisolated func context(for helper: HelperScript, network: NetworkDescription?, cookieSession: String?) -> LuaValue {
+        // Empty lists and false flags are left out (their readers take absent as empty or
+        // false): every command carries this table into the helper's state, where each key
+        // and value costs a string to intern.
         var context = LuaTable()
-        context["hosts"] = .table(LuaTable(array: helper.hosts.map { .text($0.text) }))
-        context["secrets"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
-            configuration.secrets.of(helper: helper.id).map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
+        func list(_ key: LuaValue, _ items: [String]) {
+            if !items.isEmpty { context[key] = .table(LuaTable(array: items.map(LuaValue.text))) }
+        }
+        list("hosts", helper.hosts.map(\.text))
+        let secrets = configuration.secrets.of(helper: helper.id)
+        if !secrets.isEmpty {
+            context["secrets"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
+                secrets.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
+        }
         context["session"] = cookieSession.map { .text(helper.id + "/" + $0) } ?? nil
         context["interface"] = network?.interface.map(LuaValue.text) ?? nil
-        context["resolvers"] = .table(LuaTable(array: (network?.resolvers ?? []).map(LuaValue.text)))
-        context["probes"] = .table(LuaTable(array: (network?.probeURLs ?? []).map(LuaValue.text)))
+        list("resolvers", network?.resolvers ?? [])
+        list("probes", network?.probeURLs ?? [])
         context["ca_file"] = configuration.caFile.map(LuaValue.text) ?? nil
         context["capport_url"] = network?.captivePortalAPI.map(LuaValue.text) ?? nil
-        context["capport_allow_http"] = .boolean(configuration.allowsPlainHTTPCaptivePortalAPI)
-        context["portal_hosts"] = .boolean(helper.followsPortal)
+        if configuration.allowsPlainHTTPCaptivePortalAPI { context["capport_allow_http"] = true }
+        if helper.followsPortal { context["portal_hosts"] = true }
         return .table(context)
     }
 

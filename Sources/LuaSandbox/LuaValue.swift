@@ -83,7 +83,10 @@ public struct LuaTable: Sendable, Hashable {
 
     public subscript(key: LuaValue) -> LuaValue {
         get { entries[key] ?? .nil }
-        set { entries[key] = newValue.isNil ? nil : newValue }
+        set {
+            // Setting nil removes the key, as in Lua (a ternary here would store `.nil`).
+            if newValue.isNil { entries.removeValue(forKey: key) } else { entries[key] = newValue }
+        }
     }
 
     public subscript(key: String) -> LuaValue {

@@ -319,6 +319,31 @@ import Testing
         #expect(fixture.runtime.persistence.store(helper: "hoarder", ssid: guest.ssid) == ["a": "1"])
     }
 
+    @Test func commandsLeaveOutEmptyListsAndFalseFlagsWhichScriptsSeeAsEmpty() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "plain": venue("Plain", evaluate: """
+                for k in pairs(cmd.store) do error("the store should be empty, has " .. k) end
+                assert(cmd.store.token == nil)
+                local ok, err = pcall(cmd.secret, cmd, "password")
+                assert(not ok and err:find("no secret 'password'"), err)
+                cmd.network:set_confidence("high")
+                local response = cmd:create_response("success")
+                response:set_network(cmd.network)
+                response:deliver()
+                """),
+        ])
+        _ = await fixture.runtime.join(guest)
+        let evaluated = try #require(fixture.events.commands(.evaluate).first)
+        #expect(evaluated.result == .success && evaluated.confidence == .high, "\(evaluated)")
+        // What the prelude keeps for cmd:http: this helper has hosts and no secrets, follows
+        // no portal, and the network has no resolvers or probes.
+        let helper = try #require(await fixture.runtime.helpers.first)
+        let context = try #require(fixture.runtime.context(for: helper, network: guest, cookieSession: nil).tableValue)
+        let keys = Set(context.entries.keys.compactMap(\.stringValue))
+        #expect(keys.contains("hosts"))
+        #expect(keys.isDisjoint(with: ["secrets", "resolvers", "probes", "capport_allow_http", "portal_hosts"]), "\(keys)")
+    }
+
     @Test func filterScanListReturnsClaimsWithPasswordsAndDisplayNames() async throws {
         let fixture = try await RuntimeFixture(scripts: [
             "aroma": venue("Aroma Wi-Fi", handlers: ["filter_scan_list": """

@@ -22,6 +22,18 @@ import Testing
         #expect(try echo.call("echo", values).get() == values)
     }
 
+    @Test func settingNilRemovesATablesKey() throws {
+        var table = LuaTable(["kept": 1, "dropped": 2])
+        table["dropped"] = nil
+        table["never"] = nil
+        let absent: String? = nil
+        table["optional"] = absent.map(LuaValue.text) ?? nil
+        #expect(table.entries == ["kept": 1])
+        #expect(LuaTable(["only": 1]).isEmpty == false)
+        table["kept"] = nil
+        #expect(table.isEmpty)
+    }
+
     @Test func integersAndFloatsStayDistinct() throws {
         let script = try state("return { kinds = function(a, b) return math.type(a), math.type(b), 3 // 2, 3 / 2 end }")
         #expect(try script.call("kinds", [1, 1.0]).get() == ["integer", "float", 1, 1.5])
