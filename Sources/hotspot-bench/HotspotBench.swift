@@ -21,6 +21,7 @@ struct HotspotBench {
         figures += await measure("Commands per second, engine") { [try await measureThroughput()] }
         figures += await measure("Evaluate arbitration") { try await measureArbitration() }
         figures += await measure("Evaluate in one thread") { try measureEvaluateInProcess() }
+        figures += await measure("Evaluate in one stock lua5.4 state") { try measureEvaluateInSharedStockState() }
         figures += await measure("Commands per second, runtime") { [try await measureRuntimeThroughput()] }
         figures += await measure("Bound GET") { try await measureScriptHTTP() }
         figures += await measure("Probe verdict") { try measureProbeVerdict() }

@@ -81,15 +81,17 @@ final class ChildProcess {
     init(_ arguments: [String]) throws {
         var toChild: [Int32] = [-1, -1]
         var fromChild: [Int32] = [-1, -1]
+        // Close-on-exec, so a child started later does not hold this one's pipes open (and
+        // keep it from seeing the end of its input).
         guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
             throw BenchError("cannot create a pipe: \(String(cString: strerror(errno)))")
         }
+        for descriptor in toChild + fromChild { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, toChild[0], STDIN_FILENO)
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], STDOUT_FILENO)
-        for descriptor in toChild + fromChild { posix_spawn_file_actions_addclose(&actions, descriptor) }
         var argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
