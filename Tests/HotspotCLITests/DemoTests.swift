@@ -47,7 +47,7 @@ struct DemoTests {
     /// has no use for: hotspot-helper alone (as installed on a device) says what is missing.
     @Test func theSimulatorsCommandsNeedTheDevtoolsExecutable() async throws {
         let alone = try CLI.temporaryDirectory() + "/hotspot-helper"
-        try FileManager.default.copyItem(atPath: CLI.path, toPath: alone)
+        try copyExecutable(CLI.path, to: alone)
         let run = try await CLI.run(["simulate", "--list"], executable: alone)
         #expect(run.status == 2)
         #expect(run.errors.contains("hotspot-helper-devtools"))
@@ -61,5 +61,24 @@ struct DemoTests {
         let run = try await CLI.run(["demo", "--scripts", "/nonexistent/scripts"])
         #expect(run.status == 2)
         #expect(run.errors.contains("/nonexistent/scripts"))
+    }
+}
+
+/// Copies an executable with its descriptor closed on exec: a process another test starts
+/// meanwhile must not inherit it open for writing, or running the copy fails with
+/// "Text file busy" (as FileManager's copy did, now and then, with the suites in parallel).
+private func copyExecutable(_ source: String, to destination: String) throws {
+    let bytes = try Data(contentsOf: URL(fileURLWithPath: source))
+    let descriptor = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+    guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    defer { close(descriptor) }
+    try bytes.withUnsafeBytes { buffer in
+        var offset = 0
+        while offset < buffer.count {
+            let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            offset += written
+        }
     }
 }
