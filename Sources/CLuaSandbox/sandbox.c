@@ -6,6 +6,7 @@
 #include <lua.h>
 #include <lualib.h>
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,32 +15,94 @@
 
 // Instructions between two hook checks: about 10 microseconds of Lua code.
 #define SBX_HOOK_COUNT 1000
+// How long a script keeps its group while another script waits for it.
+#define SBX_GROUP_SLICE_NS 1000000
 // Per call: at most this many log records and bytes; the rest are counted as dropped.
 #define SBX_LOG_RECORDS 200
 #define SBX_LOG_BYTES (64 * 1024)
 #define SBX_LOG_RECORD_BYTES 4096
 
-// Registry keys (addresses of these statics are unique light userdata).
-static const char KEY_STATE = 0, KEY_BASE = 0, KEY_ENV = 0, KEY_HOST = 0,
-                  KEY_PUBLIC = 0, KEY_ENTRIES = 0, KEY_EXPORTS = 0, KEY_CLASSES = 0,
-                  KEY_OBJECTS = 0;
+// Registry keys of the group (addresses of these statics are unique light userdata).
+// KEY_CLASSES also marks the metatables of host classes.
+static const char KEY_BASE = 0, KEY_HOST = 0, KEY_PUBLIC = 0, KEY_ENTRIES = 0, KEY_CLASSES = 0;
 
-struct sbx_state {
-    lua_State *L;
+/// What one script's allocations come to. Every block names the ledger it is charged to,
+/// so a block freed while another script runs (the collector is the group's) is credited
+/// to its own script; a ledger outlives its script while any of its blocks lives.
+typedef struct sbx_ledger {
     size_t used;
     size_t limit;
-    void *host;
+    size_t blocks;
+    int closed;
+    void *host;  // the script's host; NULL once the script is closed
+    // Host objects the collector released while another script ran: handed to the host
+    // at the owner's next run, since its host may be busy in a host call meanwhile.
+    struct { int32_t class_id; uint64_t handle; } *releases;
+    size_t release_count, release_capacity;
+} sbx_ledger;
+
+/// The header of every block: 16 bytes, so blocks keep malloc's alignment.
+typedef struct block_header {
+    sbx_ledger *ledger;
+    size_t reserved;
+} block_header;
+
+struct sbx_state {
+    sbx_group *G;
+    lua_State *L;  // the script's thread; the group's main thread for the group's own runs
+    int thread_ref, env_ref, exports_ref, objects_ref, classes_ref;
+    sbx_ledger *ledger;
     int64_t deadline_ns;
     int deadline_exceeded;
     int memory_exceeded;
     atomic_int interrupted;
-    int sealed;
     int loaded;
     sbx_outcome *outcome;        // the running load or call's outcome
     sbx_buffer host_arguments;   // scratch buffers reused by the host trampoline, owned
     sbx_buffer host_results;     // here so a Lua error cannot leak them
     uint32_t log_records;
+    int64_t entered_ns;  // when it last took its group
 };
+
+struct sbx_group {
+    lua_State *L;
+    // A ticket lock: scripts take turns in the order they asked, so the count hook can
+    // hand the state to a script that waits.
+    pthread_mutex_t mutex;
+    pthread_cond_t turn;
+    atomic_uint_fast64_t next_ticket, serving;
+    sbx_state *current;  // whose code runs, with the lock held; NULL: the group's own
+    sbx_state own;       // the group's setup and prelude, charged to `base`
+    sbx_ledger base;
+    int sealed;
+    int prelude_ran;
+};
+
+static void group_lock(sbx_group *G) {
+    pthread_mutex_lock(&G->mutex);
+    uint64_t ticket = atomic_fetch_add(&G->next_ticket, 1);
+    while (atomic_load(&G->serving) != ticket) pthread_cond_wait(&G->turn, &G->mutex);
+    pthread_mutex_unlock(&G->mutex);
+}
+
+static void group_unlock(sbx_group *G) {
+    pthread_mutex_lock(&G->mutex);
+    atomic_fetch_add(&G->serving, 1);
+    pthread_cond_broadcast(&G->turn);
+    pthread_mutex_unlock(&G->mutex);
+}
+
+/// Runs `S` with the lock held: takes the lock and makes `S` the current script.
+static void enter(sbx_state *S) {
+    group_lock(S->G);
+    S->G->current = S;
+    S->entered_ns = sbx_monotonic_ns();
+}
+
+static void leave(sbx_state *S) {
+    S->G->current = NULL;
+    group_unlock(S->G);
+}
 
 static sbx_host_callback host_callback;
 static sbx_object_callback object_callback;
@@ -109,26 +172,52 @@ void sbx_outcome_free(sbx_outcome *o) {
 
 // MARK: allocator, hook, state lookup
 
-static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-    sbx_state *S = ud;
-    size_t old = ptr ? osize : 0;
-    if (nsize == 0) {
-        free(ptr);
-        S->used -= old;
-        return NULL;
-    }
-    // Written so it cannot overflow: used <= limit always holds.
-    if (nsize > old && nsize - old > S->limit - S->used) return NULL;
-    void *block = realloc(ptr, nsize);
-    if (!block) return nsize <= old ? ptr : NULL;  // never fail a shrink
-    S->used = S->used - old + nsize;
-    return block;
+static void ledger_free(sbx_ledger *ledger) {
+    free(ledger->releases);
+    free(ledger);
 }
 
-static sbx_state *state_of(lua_State *L) {
+static void ledger_debit(sbx_ledger *ledger, size_t size) {
+    ledger->used -= size;
+    if (--ledger->blocks == 0 && ledger->closed) ledger_free(ledger);
+}
+
+/// New blocks are charged to the running script; a resized block stays with its own.
+static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+    sbx_group *G = ud;
+    block_header *header = ptr ? (block_header *)ptr - 1 : NULL;
+    if (nsize == 0) {
+        if (header) {
+            ledger_debit(header->ledger, osize);
+            free(header);
+        }
+        return NULL;
+    }
+    sbx_ledger *ledger = header ? header->ledger : G->current ? G->current->ledger : &G->base;
+    size_t old = header ? osize : 0;
+    // Written so it cannot overflow: used <= limit always holds.
+    if (nsize > old && nsize - old > ledger->limit - ledger->used) return NULL;
+    if (nsize > SIZE_MAX - sizeof *header) return NULL;
+    block_header *block = realloc(header, sizeof *header + nsize);
+    if (!block) return nsize <= old ? ptr : NULL;  // never fail a shrink
+    if (!header) {
+        block->ledger = ledger;
+        ledger->blocks++;
+    }
+    ledger->used = ledger->used - old + nsize;
+    return block + 1;
+}
+
+static sbx_group *group_of(lua_State *L) {
     void *ud;
     lua_getallocf(L, &ud);
     return ud;
+}
+
+/// The script whose code runs (the group's own state during setup and the prelude).
+static sbx_state *state_of(lua_State *L) {
+    sbx_group *G = group_of(L);
+    return G->current ? G->current : &G->own;
 }
 
 static void deadline_hook(lua_State *L, lua_Debug *ar) {
@@ -145,6 +234,15 @@ static void deadline_hook(lua_State *L, lua_Debug *ar) {
     if (S->deadline_exceeded) {
         lua_pushliteral(L, "deadline exceeded");
         lua_error(L);
+    }
+    // Held for a slice while another script waits: let it run, so a loop cannot hold up
+    // the group (a short call finishes first, sparing two thread switches). Never on the
+    // main thread, which every script's setup uses.
+    sbx_group *G = S->G;
+    if (G->current == S && L != G->L && atomic_load(&G->next_ticket) - atomic_load(&G->serving) > 1 &&
+        sbx_monotonic_ns() - S->entered_ns >= SBX_GROUP_SLICE_NS) {
+        leave(S);
+        enter(S);
     }
 }
 
@@ -292,7 +390,8 @@ static int push_class(lua_State *L, reader *r, uint32_t class_id) {
     if (read_text(r, &name, &name_length) || read_u32(r, &method_count) ||
         method_count > r->length - r->position)
         return -1;
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_CLASSES);
+    sbx_state *S = state_of(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, S->classes_ref);
     if (lua_rawgeti(L, -1, class_id) == LUA_TTABLE) {
         lua_remove(L, -2);
         for (uint32_t i = 0; i < method_count; i++)
@@ -319,7 +418,8 @@ static int push_class(lua_State *L, reader *r, uint32_t class_id) {
     lua_pushliteral(L, "locked");
     lua_setfield(L, metatable, "__metatable");
     lua_pushinteger(L, class_id);
-    lua_pushcclosure(L, object_release, 1);
+    lua_pushlightuserdata(L, S->ledger);  // lives as long as this closure, charged to it
+    lua_pushcclosure(L, object_release, 2);
     lua_pushvalue(L, -1);
     lua_setfield(L, metatable, "__gc");
     lua_setfield(L, metatable, "__close");
@@ -339,7 +439,7 @@ static int push_object(lua_State *L, reader *r) {
     if (read_u32(r, &class_id) || read_u64(r, &handle) || handle > (uint64_t)LUA_MAXINTEGER ||
         !lua_checkstack(L, 10))
         return -1;
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_OBJECTS);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, state_of(L)->objects_ref);
     if (lua_rawgeti(L, -1, (lua_Integer)handle) == LUA_TUSERDATA) {
         lua_remove(L, -2);
         if (push_class(L, r, class_id)) return -1;  // the description is read and dropped
@@ -540,7 +640,7 @@ static int sandbox_load(lua_State *L) {
         return 2;
     }
     if (has_env) lua_pushvalue(L, 4);
-    else lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_ENV);  // the script's own globals
+    else lua_rawgeti(L, LUA_REGISTRYINDEX, state_of(L)->env_ref);  // the script's own globals
     lua_setupvalue(L, -2, 1);
     return 1;
 }
@@ -563,9 +663,7 @@ static int sandbox_collectgarbage(lua_State *L) {
     if (strcmp(option, "count") != 0)
         return luaL_error(L, "collectgarbage('%s') is not allowed in the sandbox; only 'count' is",
                           option);
-    int kilobytes = lua_gc(L, LUA_GCCOUNT);
-    int bytes = lua_gc(L, LUA_GCCOUNTB);
-    lua_pushnumber(L, (lua_Number)kilobytes + ((lua_Number)bytes / 1024));
+    lua_pushnumber(L, (lua_Number)state_of(L)->ledger->used / 1024);
     return 1;
 }
 
@@ -709,34 +807,93 @@ static int build_base(lua_State *L) {
     lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_HOST);
     lua_newtable(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_PUBLIC);
-    // Host classes by id, and host objects by handle; the latter must not keep them alive.
-    lua_newtable(L);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_CLASSES);
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "v");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_OBJECTS);
     return 0;
 }
 
-sbx_state *sbx_open(size_t memory_limit, void *host) {
-    sbx_state *S = calloc(1, sizeof *S);
-    if (!S) return NULL;
-    S->limit = memory_limit;
-    S->host = host;
-    atomic_init(&S->interrupted, 0);
-    S->L = lua_newstate(capped_alloc, S);
-    if (!S->L) {
-        free(S);
+sbx_group *sbx_group_open(void *host) {
+    sbx_group *G = calloc(1, sizeof *G);
+    if (!G) return NULL;
+    pthread_mutex_init(&G->mutex, NULL);
+    pthread_cond_init(&G->turn, NULL);
+    atomic_init(&G->next_ticket, 0);
+    atomic_init(&G->serving, 0);
+    G->base.limit = SIZE_MAX;
+    G->base.host = host;
+    G->own.G = G;
+    G->own.ledger = &G->base;
+    atomic_init(&G->own.interrupted, 0);
+    G->L = lua_newstate(capped_alloc, G);
+    if (!G->L) {
+        free(G);
         return NULL;
     }
-    lua_State *L = S->L;
+    lua_State *L = G->own.L = G->L;
     // Every thread copies this hook from its creator, so it is set before any script runs.
     lua_sethook(L, deadline_hook, LUA_MASKCOUNT, SBX_HOOK_COUNT);
     lua_pushcfunction(L, build_base);
     if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+        sbx_group_close(G);
+        return NULL;
+    }
+    return G;
+}
+
+sbx_state *sbx_group_state(sbx_group *G) { return &G->own; }
+
+void sbx_group_close(sbx_group *G) {
+    if (!G) return;
+    // No script can own a finalizer (__gc is refused), so closing cannot hang; the only
+    // finalizers are host objects', and their scripts are closed, so they do nothing.
+    lua_close(G->L);
+    sbx_buffer_free(&G->own.host_arguments);
+    sbx_buffer_free(&G->own.host_results);
+    free(G->base.releases);
+    pthread_cond_destroy(&G->turn);
+    pthread_mutex_destroy(&G->mutex);
+    free(G);
+}
+
+/// A script's thread and tables, charged to it; in a protected call.
+static int open_script(lua_State *L) {
+    sbx_state *S = lua_touserdata(L, 1);
+    lua_newthread(L);
+    S->L = lua_tothread(L, -1);
+    S->thread_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_newtable(L);  // globals, filled when the script loads
+    S->env_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_newtable(L);  // host classes by id
+    S->classes_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_newtable(L);  // host objects by handle, which must not keep them alive
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "v");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    S->objects_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return 0;
+}
+
+sbx_state *sbx_open(sbx_group *G, size_t memory_limit, void *host) {
+    sbx_state *S = calloc(1, sizeof *S);
+    sbx_ledger *ledger = calloc(1, sizeof *ledger);
+    if (!S || !ledger) {
+        free(S);
+        free(ledger);
+        return NULL;
+    }
+    ledger->limit = memory_limit;
+    ledger->host = host;
+    S->G = G;
+    S->ledger = ledger;
+    S->thread_ref = S->env_ref = S->exports_ref = S->objects_ref = S->classes_ref = LUA_NOREF;
+    atomic_init(&S->interrupted, 0);
+    enter(S);
+    lua_State *L = G->L;
+    lua_pushcfunction(L, open_script);
+    lua_pushlightuserdata(L, S);
+    int status = lua_pcall(L, 1, 0, 0);
+    lua_settop(L, 0);
+    leave(S);
+    if (status != LUA_OK) {
         sbx_close(S);
         return NULL;
     }
@@ -745,9 +902,18 @@ sbx_state *sbx_open(size_t memory_limit, void *host) {
 
 void sbx_close(sbx_state *S) {
     if (!S) return;
-    // No script can own a finalizer (__gc is refused), so closing cannot hang; the only
-    // finalizers are host objects', which release them in the host.
-    lua_close(S->L);
+    sbx_group *G = S->G;
+    group_lock(G);
+    // What the script held becomes garbage; its blocks stay charged to its ledger until
+    // the collector frees them. Its host objects are its host's to release now.
+    int refs[] = {S->thread_ref, S->env_ref, S->exports_ref, S->objects_ref, S->classes_ref};
+    for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++) luaL_unref(G->L, LUA_REGISTRYINDEX, refs[i]);
+    sbx_ledger *ledger = S->ledger;
+    ledger->host = NULL;
+    ledger->release_count = 0;
+    ledger->closed = 1;
+    if (ledger->blocks == 0) ledger_free(ledger);
+    group_unlock(G);
     sbx_buffer_free(&S->host_arguments);
     sbx_buffer_free(&S->host_results);
     free(S);
@@ -756,7 +922,7 @@ void sbx_close(sbx_state *S) {
 void sbx_interrupt(sbx_state *S) { atomic_store(&S->interrupted, 1); }
 int64_t sbx_deadline(const sbx_state *S) { return S->deadline_ns; }
 int sbx_interrupted(const sbx_state *S) { return atomic_load((atomic_int *)&S->interrupted); }
-size_t sbx_memory_used(const sbx_state *S) { return S->used; }
+size_t sbx_memory_used(const sbx_state *S) { return S->ledger->used; }
 
 // MARK: host functions
 
@@ -780,13 +946,26 @@ static int finish_host_call(lua_State *L, sbx_state *S, int failed) {
     return push_tuple(L, S->host_results.data, S->host_results.length);
 }
 
+/// Lets other scripts of the group run while this one waits in its host (a sleep, an
+/// HTTP request): the host touches none of the state, only the encoded buffers.
+static void release_for_host(sbx_state *S) {
+    if (S->G->current == S) leave(S);
+}
+
+static void reacquire_after_host(sbx_state *S) {
+    if (S != &S->G->own) enter(S);
+}
+
 static int host_trampoline(lua_State *L) {
     sbx_state *S = state_of(L);
     int32_t id = (int32_t)lua_tointeger(L, lua_upvalueindex(1));
     encode_host_arguments(L, S, 1);
-    int failed = host_callback ? host_callback(S->host, id, S->host_arguments.data,
+    void *host = S->ledger->host;
+    release_for_host(S);
+    int failed = host_callback ? host_callback(host, id, S->host_arguments.data,
                                                S->host_arguments.length, &S->host_results)
                                : 1;
+    reacquire_after_host(S);
     return finish_host_call(L, S, failed);
 }
 
@@ -794,7 +973,7 @@ static int host_trampoline(lua_State *L) {
 static const uint64_t *object_of_class(lua_State *L, int index, int32_t class_id) {
     if (!is_host_object(L, index)) return NULL;
     lua_getmetatable(L, index);
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_CLASSES);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, state_of(L)->classes_ref);
     lua_rawgeti(L, -1, class_id);
     int same = lua_rawequal(L, -1, -3);
     lua_pop(L, 3);
@@ -816,19 +995,47 @@ static int method_trampoline(lua_State *L) {
     }
     uint64_t self = *handle;
     encode_host_arguments(L, S, 2);
-    int failed = object_callback ? object_callback(S->host, class_id, method, self, S->host_arguments.data,
+    void *host = S->ledger->host;
+    release_for_host(S);
+    int failed = object_callback ? object_callback(host, class_id, method, self, S->host_arguments.data,
                                                    S->host_arguments.length, &S->host_results)
                                  : 1;
+    reacquire_after_host(S);
     return finish_host_call(L, S, failed);
 }
 
-// __gc and __close of host objects (upvalue: class id). Raises nothing: a finalizer's
-// error would only become a warning.
+/// Hands the host the objects the collector released for `S` while others ran.
+static void deliver_releases(sbx_state *S) {
+    sbx_ledger *ledger = S->ledger;
+    for (size_t i = 0; i < ledger->release_count; i++)
+        if (object_callback && ledger->host)
+            object_callback(ledger->host, ledger->releases[i].class_id, SBX_METHOD_RELEASE,
+                            ledger->releases[i].handle, NULL, 0, NULL);
+    ledger->release_count = 0;
+}
+
+// __gc and __close of host objects (upvalues: class id, the owner's ledger). The collector
+// may run it while another script holds the group: the release then waits for the owner.
+// Raises nothing: a finalizer's error would only become a warning.
 static int object_release(lua_State *L) {
-    const uint64_t *handle = object_of_class(L, 1, (int32_t)lua_tointeger(L, lua_upvalueindex(1)));
-    if (handle && object_callback)
-        object_callback(state_of(L)->host, (int32_t)lua_tointeger(L, lua_upvalueindex(1)),
-                        SBX_METHOD_RELEASE, *handle, NULL, 0, NULL);
+    int32_t class_id = (int32_t)lua_tointeger(L, lua_upvalueindex(1));
+    sbx_ledger *owner = lua_touserdata(L, lua_upvalueindex(2));
+    if (!owner->host || !object_callback || !is_host_object(L, 1)) return 0;
+    uint64_t handle = *(const uint64_t *)lua_touserdata(L, 1);
+    if (state_of(L)->ledger == owner) {
+        object_callback(owner->host, class_id, SBX_METHOD_RELEASE, handle, NULL, 0, NULL);
+        return 0;
+    }
+    if (owner->release_count == owner->release_capacity) {
+        size_t capacity = owner->release_capacity ? owner->release_capacity * 2 : 16;
+        void *grown = realloc(owner->releases, capacity * sizeof *owner->releases);
+        if (!grown) return 0;  // released with the rest when the script closes
+        owner->releases = grown;
+        owner->release_capacity = capacity;
+    }
+    owner->releases[owner->release_count].class_id = class_id;
+    owner->releases[owner->release_count].handle = handle;
+    owner->release_count++;
     return 0;
 }
 
@@ -857,15 +1064,17 @@ static int add_host_function(lua_State *L) {
     return 0;
 }
 
-int sbx_add_host_function(sbx_state *S, const char *module, const char *name,
+int sbx_add_host_function(sbx_group *G, const char *module, const char *name,
                           int32_t function_id, int is_public) {
-    if (S->sealed) return -1;
+    if (G->sealed) return -1;
     host_function f = {module, name, function_id, is_public};
-    lua_settop(S->L, 0);
-    lua_pushcfunction(S->L, add_host_function);
-    lua_pushlightuserdata(S->L, &f);
-    int status = lua_pcall(S->L, 1, 0, 0);
-    lua_settop(S->L, 0);
+    group_lock(G);
+    lua_settop(G->L, 0);
+    lua_pushcfunction(G->L, add_host_function);
+    lua_pushlightuserdata(G->L, &f);
+    int status = lua_pcall(G->L, 1, 0, 0);
+    lua_settop(G->L, 0);
+    group_unlock(G);
     return status == LUA_OK ? 0 : -1;
 }
 
@@ -883,14 +1092,16 @@ static int seal(lua_State *L) {
     return 0;
 }
 
-int sbx_seal(sbx_state *S) {
-    if (S->sealed) return -1;
-    lua_settop(S->L, 0);
-    lua_pushcfunction(S->L, seal);
-    int status = lua_pcall(S->L, 0, 0, 0);
-    lua_settop(S->L, 0);
-    S->sealed = status == LUA_OK;
-    return S->sealed ? 0 : -1;
+int sbx_seal(sbx_group *G) {
+    if (G->sealed) return -1;
+    group_lock(G);
+    lua_settop(G->L, 0);
+    lua_pushcfunction(G->L, seal);
+    int status = lua_pcall(G->L, 0, 0, 0);
+    lua_settop(G->L, 0);
+    group_unlock(G);
+    G->sealed = status == LUA_OK;
+    return G->sealed ? 0 : -1;
 }
 
 // MARK: protected runs
@@ -1013,27 +1224,26 @@ static int protected_run(lua_State *L) {
         return 0;
     }
     case RUN_SCRIPT:
-        lua_newtable(L);  // 1: the script's globals
-        lua_pushvalue(L, 1);
-        lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_ENV);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, S->env_ref);  // 1: the script's globals
         reset_globals(L, 1);
         if (!run_chunk(L, rq, 1)) return 0;
         lua_call(L, 0, 1);
-        lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_EXPORTS);
+        if (S->exports_ref == LUA_NOREF) S->exports_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        else lua_rawseti(L, LUA_REGISTRYINDEX, S->exports_ref);
         return 0;
     default: {
-        lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_ENV);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, S->env_ref);
         reset_globals(L, 1);
         lua_settop(L, 0);
         int nargs = 0;
         if (lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_ENTRIES) == LUA_TTABLE &&
             lua_getfield(L, -1, rq->entry) == LUA_TFUNCTION) {
             lua_remove(L, 1);
-            lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_EXPORTS);
+            lua_rawgeti(L, LUA_REGISTRYINDEX, S->exports_ref);
             nargs = 1;
         } else {
             lua_settop(L, 0);
-            if (lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_EXPORTS) != LUA_TTABLE)
+            if (lua_rawgeti(L, LUA_REGISTRYINDEX, S->exports_ref) != LUA_TTABLE)
                 luaL_error(L, "the script returned no table, so it has no function '%s'", rq->entry);
             lua_pushstring(L, rq->entry);
             if (lua_rawget(L, 1) != LUA_TFUNCTION)
@@ -1054,6 +1264,11 @@ static int protected_run(lua_State *L) {
 }
 
 static void run(sbx_state *S, run_request *rq, int64_t deadline_ns, sbx_outcome *o) {
+    sbx_group *G = S->G;
+    int own = S == &G->own;
+    if (own) group_lock(G);
+    else enter(S);
+    deliver_releases(S);
     lua_State *L = S->L;
     memset(o, 0, sizeof *o);
     S->outcome = o;
@@ -1080,20 +1295,22 @@ static void run(sbx_state *S, run_request *rq, int64_t deadline_ns, sbx_outcome 
     lua_settop(L, 0);
     S->deadline_ns = 0;
     S->outcome = NULL;
+    if (own) group_unlock(G);
+    else leave(S);
 }
 
-void sbx_run_prelude(sbx_state *S, const char *chunk_name, const char *source,
+void sbx_run_prelude(sbx_group *G, const char *chunk_name, const char *source,
                      size_t source_length, int64_t deadline_ns, sbx_outcome *outcome) {
     run_request rq = {.kind = RUN_PRELUDE, .chunk_name = chunk_name, .source = source,
                       .source_length = source_length};
-    run(S, &rq, deadline_ns, outcome);
+    run(&G->own, &rq, deadline_ns, outcome);
 }
 
-void sbx_run_compiled_prelude(sbx_state *S, const char *chunk_name, const uint8_t *bytecode,
+void sbx_run_compiled_prelude(sbx_group *G, const char *chunk_name, const uint8_t *bytecode,
                               size_t bytecode_length, int64_t deadline_ns, sbx_outcome *outcome) {
     run_request rq = {.kind = RUN_PRELUDE, .chunk_name = chunk_name, .source = (const char *)bytecode,
                       .source_length = bytecode_length, .binary = 1};
-    run(S, &rq, deadline_ns, outcome);
+    run(&G->own, &rq, deadline_ns, outcome);
 }
 
 static int dump_writer(lua_State *L, const void *bytes, size_t length, void *buffer) {

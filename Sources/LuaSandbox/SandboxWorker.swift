@@ -36,11 +36,35 @@ private func reportToStandardError(_ line: String) {
 }
 
 /// The worker's view of one script: its state, touched only by the jobs of its lane,
-/// which run one at a time.
+/// which run one at a time, and the group it runs in.
 private final class ScriptHost: @unchecked Sendable {
     let lane = ScriptScheduler.Lane()
+    let group: Int
     var state: SandboxedState?
     var source: ScriptSource?
+
+    init(group: Int) { self.group = group }
+}
+
+/// The worker's shared Lua states: as many as the scheduler runs scripts at once, so
+/// each thread can run a script of its own group; a script's place is fixed when it first
+/// loads. Built on first use with the prelude configured then.
+private final class Groups: Sendable {
+    private let groups: PlainLock<[Int: SandboxGroup]> = PlainLock([:])
+    let count: Int
+
+    init(count: Int) { self.count = count }
+
+    func group(_ index: Int, modules: [HostModule], prelude: ScriptSource?) throws(LuaScriptError) -> SandboxGroup {
+        if let group = groups.withLock({ $0[index] }) { return group }
+        // Built outside the lock (running the prelude takes a while); the first one kept wins.
+        let built = try SandboxGroup(modules: modules, prelude: prelude, deadline: .after(Worker.reloadBudget))
+        return groups.withLock { groups in
+            if let group = groups[index] { return group }
+            groups[index] = built
+            return built
+        }
+    }
 }
 
 private struct RequestBook {
@@ -62,12 +86,16 @@ private final class Worker: Sendable {
     let outbox = PlainLock(Outbox())
     let requests = PlainLock(RequestBook())
     let scheduler = ScriptScheduler()
+    let groups: Groups
 
     /// Time allowed to rebuild a script's state after it overran or hit its memory cap;
     /// the script loaded within its deadline before, so this is generous.
     static let reloadBudget: Duration = .seconds(5)
 
-    init(modules: [HostModule]) { self.modules = modules }
+    init(modules: [HostModule]) {
+        self.modules = modules
+        groups = Groups(count: scheduler.width)
+    }
 
     /// Reads frames until the supervisor closes the socket. Each script's work runs in its
     /// own lane of the scheduler, so a slow script never holds up this loop or other scripts.
@@ -87,7 +115,7 @@ private final class Worker: Sendable {
                     case .configure(let prelude, let memoryLimit):
                         configuration = (prelude, Int(clamping: memoryLimit))
                     case .load(let script, let source, let deadline):
-                        let host = scripts[script] ?? ScriptHost()
+                        let host = scripts[script] ?? ScriptHost(group: Int(script) % groups.count)
                         scripts[script] = host
                         load(source, into: host, id: id, deadline: deadline, configuration: configuration)
                     case .call(let script, let entry, let arguments, let deadline):
@@ -122,12 +150,11 @@ private final class Worker: Sendable {
 
     private func load(_ source: ScriptSource, into host: ScriptHost, id: UInt64, deadline: Int64,
                       configuration: (prelude: ScriptSource?, memoryLimit: Int)) {
-        scheduler.enqueue({ [modules] in
+        scheduler.enqueue({
             let deadline = deadline == 0 ? nil : Deadline(nanoseconds: deadline)
             let outcome: RawOutcome
             do {
-                let state = try SandboxedState(memoryLimit: configuration.memoryLimit, modules: modules,
-                                               prelude: configuration.prelude, deadline: deadline)
+                let state = try self.freshState(for: host, configuration)
                 outcome = state.loadRaw(source, deadline: deadline)
                 if outcome.succeeded {  // a failed replacement keeps the last good version
                     host.state = state
@@ -142,7 +169,7 @@ private final class Worker: Sendable {
 
     private func call(_ entry: String, _ arguments: [UInt8], on host: ScriptHost, id: UInt64, deadline: Int64,
                       configuration: (prelude: ScriptSource?, memoryLimit: Int)) {
-        scheduler.enqueue({ [modules] in
+        scheduler.enqueue({
             let startable = self.requests.withLock { book in
                 book.queued.remove(id)
                 guard book.cancelledBeforeStart.remove(id) == nil else { return false }
@@ -160,12 +187,19 @@ private final class Worker: Sendable {
             // After a memory or deadline error the script starts over from a fresh state,
             // built after answering and before the script's next call (in the same lane).
             if outcome.needsFreshState, let source = host.source,
-               let fresh = try? SandboxedState(memoryLimit: configuration.memoryLimit, modules: modules,
-                                               prelude: configuration.prelude, deadline: .after(Self.reloadBudget)),
+               let fresh = try? self.freshState(for: host, configuration),
                fresh.loadRaw(source, deadline: .after(Self.reloadBudget)).succeeded {
                 host.state = fresh
             }
         }, on: host.lane)
+    }
+
+    /// A new state for the script in its group, which is built with the configured prelude
+    /// the first time.
+    private func freshState(for host: ScriptHost, _ configuration: (prelude: ScriptSource?, memoryLimit: Int))
+        throws(LuaScriptError) -> SandboxedState {
+        let group = try groups.group(host.group, modules: modules, prelude: configuration.prelude)
+        return try SandboxedState(memoryLimit: configuration.memoryLimit, in: group)
     }
 
     private func respond(_ id: UInt64, _ outcome: RawOutcome) {

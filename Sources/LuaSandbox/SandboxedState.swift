@@ -299,47 +299,102 @@ final class HostRegistry {
     }
 }
 
-/// One script's sandboxed Lua state, in this process. Not thread-safe: use it from one
-/// thread at a time; only `interrupt()` of its `InterruptHandle` may come from another.
-public final class SandboxedState {
-    let state: OpaquePointer
+/// A Lua state that scripts share, in this process: one heap and one copy of the standard
+/// library, the host modules and the prelude, so a call finds them in the caches where a
+/// state per script would find its own copy cold (docs/PERFORMANCE.md). Each script in it
+/// is a `SandboxedState` with its own globals, memory cap and deadline. Scripts of a group
+/// run one at a time, from any thread; one waiting in a host function, or one that runs
+/// on while another waits, lets the next run.
+public final class SandboxGroup: @unchecked Sendable {
+    // Every use of the C group takes its lock.
+    let group: OpaquePointer
+    let modules: [HostModule]
     private let registry: HostRegistry
-    public let memoryLimit: Int
 
-    /// A state with the standard sandbox, `modules` as host functions and, if given, the
+    /// A group with the standard sandbox, `modules` as host functions and, if given, the
     /// trusted `prelude` already run (within `deadline`).
-    public init(memoryLimit: Int, modules: [HostModule] = [], prelude: ScriptSource? = nil,
-                deadline: Deadline? = nil) throws(LuaScriptError) {
+    public init(modules: [HostModule] = [], prelude: ScriptSource? = nil, deadline: Deadline? = nil) throws(LuaScriptError) {
         HostRegistry.callbackInstalled
+        self.modules = modules
         registry = HostRegistry(modules)
-        self.memoryLimit = memoryLimit
-        guard let state = sbx_open(memoryLimit, Unmanaged.passUnretained(registry).toOpaque()) else {
-            throw LuaScriptError(.memoryLimit, "cannot create a Lua state within \(formatBytes(memoryLimit))")
+        guard let group = sbx_group_open(Unmanaged.passUnretained(registry).toOpaque()) else {
+            throw LuaScriptError(.memoryLimit, "cannot create a Lua state")
         }
-        // Fully initialized from here: a throw below runs deinit, which closes the state.
-        self.state = state
-        registry.state = state
+        // Fully initialized from here: a throw below runs deinit, which closes the group.
+        self.group = group
+        registry.state = sbx_group_state(group)
         var id: Int32 = 0
         for module in modules {
             for function in module.functions {
-                guard sbx_add_host_function(state, module.name, function.name, id, module.isPublic ? 1 : 0) == 0 else {
+                guard sbx_add_host_function(group, module.name, function.name, id, module.isPublic ? 1 : 0) == 0 else {
                     throw LuaScriptError(.memoryLimit, "cannot add host function \(module.name).\(function.name)")
                 }
                 id += 1
             }
         }
-        guard sbx_seal(state) == 0 else {
-            throw LuaScriptError(.memoryLimit, "cannot build the sandbox within \(formatBytes(memoryLimit))")
-        }
+        guard sbx_seal(group) == 0 else { throw LuaScriptError(.memoryLimit, "cannot build the sandbox") }
         if let prelude {
-            let outcome = runPrelude(prelude, deadline: deadline).decoded(memoryLimit: memoryLimit)
+            let outcome = runPrelude(prelude, deadline: deadline).decoded(memoryLimit: Int.max)
             if case .failure(let error) = outcome.result { throw error }
         }
     }
 
     deinit {
-        sbx_close(state)  // finalizes the host objects the state holds
-        registry.releaseAll()  // and those it never got, when pushing one hit the memory cap
+        sbx_group_close(group)
+        registry.releaseAll()
+    }
+
+    /// Runs the prelude from its bytecode, compiled once per process, or from its text when
+    /// it does not compile (so the syntax error is reported as for any chunk).
+    private func runPrelude(_ prelude: ScriptSource, deadline: Deadline?) -> RawOutcome {
+        defer { registry.endCall() }
+        var outcome = sbx_outcome()
+        if let bytecode = CompiledPreludes.bytecode(of: prelude) {
+            bytecode.withUnsafeBufferPointer { bytes in
+                sbx_run_compiled_prelude(group, prelude.chunkName, bytes.baseAddress, bytes.count, deadline?.nanoseconds ?? 0, &outcome)
+            }
+        } else {
+            prelude.text.withUnsafeBufferPointer { text in
+                text.withMemoryRebound(to: CChar.self) { text in
+                    sbx_run_prelude(group, prelude.chunkName, text.baseAddress, text.count, deadline?.nanoseconds ?? 0, &outcome)
+                }
+            }
+        }
+        return RawOutcome(&outcome)
+    }
+}
+
+/// One script's sandboxed Lua state, in this process: its own state, or its part of a
+/// `SandboxGroup`. Not thread-safe: use it from one thread at a time; only `interrupt()`
+/// of its `InterruptHandle` may come from another.
+public final class SandboxedState {
+    let state: OpaquePointer
+    private let group: SandboxGroup
+    private let registry: HostRegistry
+    public let memoryLimit: Int
+
+    /// A state of its own with the standard sandbox, `modules` as host functions and, if
+    /// given, the trusted `prelude` already run (within `deadline`).
+    public convenience init(memoryLimit: Int, modules: [HostModule] = [], prelude: ScriptSource? = nil,
+                            deadline: Deadline? = nil) throws(LuaScriptError) {
+        try self.init(memoryLimit: memoryLimit, in: SandboxGroup(modules: modules, prelude: prelude, deadline: deadline))
+    }
+
+    /// A script in `group`, with the group's modules and prelude.
+    public init(memoryLimit: Int, in group: SandboxGroup) throws(LuaScriptError) {
+        self.group = group
+        registry = HostRegistry(group.modules)
+        self.memoryLimit = memoryLimit
+        guard let state = sbx_open(group.group, memoryLimit, Unmanaged.passUnretained(registry).toOpaque()) else {
+            throw LuaScriptError(.memoryLimit, "cannot create a Lua state within \(formatBytes(memoryLimit))")
+        }
+        self.state = state
+        registry.state = state
+    }
+
+    deinit {
+        sbx_close(state)  // after this the group's collector leaves its host objects alone
+        registry.releaseAll()
     }
 
     /// Runs the script's main chunk; its first return value becomes what `call` looks in.
@@ -378,19 +433,6 @@ public final class SandboxedState {
     var liveObjectCount: Int { registry.liveObjectCount }
 
     public var interruptHandle: InterruptHandle { InterruptHandle(state: state) }
-
-    /// Runs the prelude from its bytecode, compiled once per process, or from its text when
-    /// it does not compile (so the syntax error is reported as for any chunk).
-    private func runPrelude(_ prelude: ScriptSource, deadline: Deadline?) -> RawOutcome {
-        guard let bytecode = CompiledPreludes.bytecode(of: prelude) else {
-            return run(prelude, deadline: deadline, body: sbx_run_prelude)
-        }
-        var outcome = sbx_outcome()
-        bytecode.withUnsafeBufferPointer { bytes in
-            sbx_run_compiled_prelude(state, prelude.chunkName, bytes.baseAddress, bytes.count, deadline?.nanoseconds ?? 0, &outcome)
-        }
-        return RawOutcome(&outcome)
-    }
 
     private func run(
         _ source: ScriptSource, deadline: Deadline?,

@@ -93,31 +93,48 @@ typedef int (*sbx_object_callback)(void *host, int32_t class_id, int32_t method,
 /// Sets the process-wide object callback (once, before any state meets a host object).
 void sbx_set_object_callback(sbx_object_callback callback);
 
+/// A Lua state that scripts share: one heap, and one copy of the standard library, the
+/// host functions and the prelude. Each script (an sbx_state) has its own globals,
+/// memory cap, deadline and host. A group runs one script at a time, from any thread: a
+/// script waiting in a host function, or one that reaches the count hook while another
+/// waits, lets the next run.
+typedef struct sbx_group sbx_group;
+
+/// A script of a group.
 typedef struct sbx_state sbx_state;
 
-/// A new sandboxed state whose allocations are capped at `memory_limit` bytes.
-/// `host` is handed back to the host callback. NULL when the state cannot be built.
-sbx_state *sbx_open(size_t memory_limit, void *host);
+/// A new group; `host` is handed back to the host callback for the prelude's own calls.
+/// NULL when it cannot be built.
+sbx_group *sbx_group_open(void *host);
+/// The group's own runs (the prelude), as host functions called there see them.
+sbx_state *sbx_group_state(sbx_group *group);
+/// Closes the group; every script of it must be closed first.
+void sbx_group_close(sbx_group *group);
+
+/// A new script in `group` whose allocations are capped at `memory_limit` bytes. `host`
+/// is handed back to the host callback. NULL when it cannot be built.
+sbx_state *sbx_open(sbx_group *group, size_t memory_limit, void *host);
 void sbx_close(sbx_state *state);
 
 /// Adds `module.name` as a host function. Public modules become read-only globals of the
-/// script; all modules are visible to the prelude through its `host` table.
+/// scripts; all modules are visible to the prelude through its `host` table.
 /// Must be called before sbx_seal. Returns 0, or -1 on failure.
-int sbx_add_host_function(sbx_state *state, const char *module, const char *name,
+int sbx_add_host_function(sbx_group *group, const char *module, const char *name,
                           int32_t function_id, int is_public);
 
-/// Freezes the script's standard globals. Called once, after host functions were added.
-int sbx_seal(sbx_state *state);
+/// Freezes the scripts' standard globals. Called once, after host functions were added.
+int sbx_seal(sbx_group *group);
 
-/// Runs the trusted prelude: a text chunk with the standard globals, `host` (every host
-/// module) and `readonly(t)`, called with one table whose entries become extra globals
-/// of the script. Its returned table holds the entry points `sbx_call` looks up first.
-void sbx_run_prelude(sbx_state *state, const char *chunk_name, const char *source,
+/// Runs the trusted prelude, once per group: a text chunk with the standard globals,
+/// `host` (every host module) and `readonly(t)`, called with one table whose entries
+/// become extra globals of every script. Its returned table holds the entry points
+/// `sbx_call` looks up first. Whatever it shares between scripts must be read-only.
+void sbx_run_prelude(sbx_group *group, const char *chunk_name, const char *source,
                      size_t source_length, int64_t deadline_ns, sbx_outcome *outcome);
 
 /// The same with the prelude compiled by `sbx_compile_stripped`: loading bytecode skips
 /// the parser, and the state keeps no debug information for the prelude.
-void sbx_run_compiled_prelude(sbx_state *state, const char *chunk_name, const uint8_t *bytecode,
+void sbx_run_compiled_prelude(sbx_group *group, const char *chunk_name, const uint8_t *bytecode,
                               size_t bytecode_length, int64_t deadline_ns, sbx_outcome *outcome);
 
 /// Compiles trusted text to bytecode without debug information (never a script's: Lua
@@ -147,7 +164,7 @@ int sbx_interrupted(const sbx_state *state);
 /// Records a log line for the running call, subject to the per-call limits.
 void sbx_log(sbx_state *state, int level, const char *message, size_t length);
 
-/// Bytes currently allocated by the state.
+/// Bytes currently charged to the script.
 size_t sbx_memory_used(const sbx_state *state);
 
 /// CLOCK_MONOTONIC in nanoseconds, the clock deadlines are measured on.

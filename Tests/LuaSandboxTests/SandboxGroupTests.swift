@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import LuaSandbox
+
+/// Scripts sharing one Lua state (`SandboxGroup`), as a worker's scripts do: each keeps
+/// its own globals, memory cap and host objects, and none holds up the others for long.
+@Suite struct SandboxGroupTests {
+    func script(_ text: String, in group: SandboxGroup, memoryLimit: Int = 8 << 20) throws -> SandboxedState {
+        let state = try SandboxedState(memoryLimit: memoryLimit, in: group)
+        _ = try state.load(ScriptSource(path: "venue.lua", text: text)).get()
+        return state
+    }
+
+    @Test func scriptsOfAGroupKeepTheirOwnGlobals() throws {
+        let group = try SandboxGroup()
+        let first = try script("""
+            visits = 0
+            return { visit = function() visits = visits + 1 shared = 'first' print = nil return visits end }
+            """, in: group)
+        let second = try script("""
+            return { look = function() return visits, shared, type(print), rawget(_G, 'visits') end }
+            """, in: group)
+        #expect(try first.call("visit").get() == [1])
+        #expect(try first.call("visit").get() == [2])
+        #expect(try second.call("look").get() == [nil, nil, "function", nil])
+        let error = try #require(throws: LuaScriptError.self) { try second.call("visit").get() }
+        #expect(error.message.contains("no function 'visit'"))
+    }
+
+    @Test func eachScriptHasItsOwnMemoryCap() throws {
+        let group = try SandboxGroup()
+        let hoarder = try script("""
+            return {
+              keep = function() kept = ('x'):rep(400000) return collectgarbage('count') end,
+              grab = function() return #('y'):rep(2000000) end,
+            }
+            """, in: group, memoryLimit: 1 << 20)
+        let frugal = try script("""
+            return {
+              grab = function() return #('z'):rep(2000000) end,
+              count = function() return collectgarbage('count') end,
+            }
+            """, in: group)
+        let kept = try #require(hoarder.call("keep").get().first?.numberValue)
+        #expect(kept > 390)  // KiB: the kept string is charged to the script that made it
+        #expect(try #require(frugal.call("count").get().first?.numberValue) < 100)
+        #expect(hoarder.memoryUsed > 400_000 && frugal.memoryUsed < 100_000)
+        let error = try #require(throws: LuaScriptError.self) { try hoarder.call("grab").get() }
+        #expect(error.kind == .memoryLimit)
+        #expect(try frugal.call("grab").get() == [2_000_000])
+    }
+
+    @Test func aScriptWaitingInItsHostLetsTheOthersRun() async throws {
+        let tracker = ResourceTracker()
+        let group = try SandboxGroup(modules: [HostClassTests.module(tracker)])
+        let waiter = try script("return { wait = function() objects.new():wait() return 'waited' end }", in: group)
+        let other = try script("return { ping = function() return 'pong' end }", in: group)
+        let (waiting, pinging) = (OneThreadAtATime(waiter), OneThreadAtATime(other))
+        // The waiter would hold the group for its whole deadline; the other must answer long
+        // before that (the bound leaves room for a machine busy with every other suite).
+        let start = Deadline.now
+        async let waited = onOwnThread { waiting.state.call("wait", deadline: .after(.seconds(10))).result }
+        try await Task.sleep(for: .milliseconds(100))  // the waiter is in its host method by now
+        let answered = try await onOwnThread { try pinging.state.call("ping").get() }
+        let answeredAfter = milliseconds(since: start)
+        waiter.interruptHandle.interrupt()
+        #expect(answered == ["pong"])
+        #expect(answeredAfter < 5000, "the other script waited \(answeredAfter) ms")
+        _ = try await waited
+    }
+
+    @Test func aLoopingScriptLetsTheOthersRunAfterASlice() async throws {
+        let group = try SandboxGroup()
+        let looper = try script("return { loop = function() while true do end end }", in: group)
+        let other = try script("return { ping = function() return 'pong' end }", in: group)
+        let (looping, pinging) = (OneThreadAtATime(looper), OneThreadAtATime(other))
+        let start = Deadline.now
+        async let looped = onOwnThread { looping.state.call("loop", deadline: .after(.seconds(10))).result }
+        try await Task.sleep(for: .milliseconds(100))  // the looper holds the group by now
+        let answered = try await onOwnThread { try pinging.state.call("ping").get() }
+        let answeredAfter = milliseconds(since: start)
+        looper.interruptHandle.interrupt()
+        #expect(answered == ["pong"])
+        #expect(answeredAfter < 5000, "the other script waited \(answeredAfter) ms")
+        guard case .failure(let loopError) = try await looped else { Issue.record("the loop returned"); return }
+        #expect(loopError.kind == .cancelled)
+    }
+
+    @Test func objectsCollectedWhileAnotherScriptRunsAreReleasedForTheirOwner() throws {
+        let tracker = ResourceTracker()
+        let group = try SandboxGroup(modules: [HostClassTests.module(tracker)])
+        let owner = try script("""
+            return {
+              make = function() for i = 1, 50 do objects.new():add(i) end end,
+              ping = function() return 'pong' end,
+            }
+            """, in: group)
+        let churner = try script("""
+            return { churn = function() for i = 1, 2000 do local t = { ('x'):rep(1000 + i) } end end }
+            """, in: group)
+        _ = try owner.call("make").get()
+        #expect(tracker.closed.load(ordering: .relaxed) == 0)
+        // The churner's garbage drives the collector, which finds the owner's 50 objects
+        // unreachable while the churner holds the group: their releases wait for the owner
+        // (its host may be busy on another thread), whose next run hands them over.
+        for _ in 0..<5 { _ = try churner.call("churn").get() }
+        #expect(tracker.closed.load(ordering: .relaxed) == 0)
+        _ = try owner.call("ping").get()
+        #expect(tracker.closed.load(ordering: .relaxed) == 50)
+        #expect(tracker.alive.load(ordering: .relaxed) == 1)  // the module's shared object
+    }
+}
+
+/// Hands a state to another thread; each state here is used by one thread at a time.
+private struct OneThreadAtATime: @unchecked Sendable {
+    let state: SandboxedState
+    init(_ state: SandboxedState) { self.state = state }
+}
