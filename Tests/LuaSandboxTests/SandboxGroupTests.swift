@@ -28,6 +28,29 @@ import TestSupport
         #expect(error.message.contains("no function 'visit'"))
     }
 
+    /// Threats 15 and 16 of the catalogue, with the bystander in the attacker's state.
+    @Test func aScriptCannotChangeWhatAnotherOfItsGroupSees() throws {
+        let group = try SandboxGroup()
+        let attacker = try script("""
+            return { attack = function()
+              local refused = {}
+              for _, attempt in ipairs {
+                function() string.upper = nil end,
+                function() rawset(string, 'format', print) end,
+                function() getmetatable('').__index = {} end,
+                function() setmetatable(string, {}) end,
+              } do refused[#refused + 1] = not pcall(attempt) end
+              print, string, type = nil, nil, nil
+              return refused
+            end }
+            """, in: group)
+        let bystander = try script("""
+            return { check = function() return string.upper('a'), ('b'):upper(), type(print), type(string) end }
+            """, in: group)
+        #expect(try attacker.call("attack").get() == [[true, true, true, true]])
+        #expect(try bystander.call("check").get() == ["A", "B", "function", "userdata"])
+    }
+
     @Test func eachScriptHasItsOwnMemoryCap() throws {
         let group = try SandboxGroup()
         let hoarder = try script("""
