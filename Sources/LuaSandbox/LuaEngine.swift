@@ -57,7 +57,8 @@ private final class Countdown: Sendable {
 
 /// The supervisor: runs scripts in worker processes under hard deadlines and memory caps.
 ///
-/// Each script gets its own Lua state inside one of `workerCount` worker processes. A
+/// Each script runs, with globals and a memory cap of its own, in a Lua state it shares
+/// with other scripts of one of `workerCount` worker processes (`SandboxGroup`). A
 /// call's deadline is kept twice: the count hook stops Lua code at the deadline, and if
 /// the call has still not answered `killGrace` later (a long C call, a runaway pattern),
 /// the worker is killed with SIGKILL, replaced, and its scripts reloaded. The overrunning
