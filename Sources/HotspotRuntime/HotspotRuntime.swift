@@ -154,7 +154,8 @@ public actor HotspotRuntime {
     private func evaluate(_ ssid: String) async -> HotspotState {
         guard let network = sessions[ssid]?.network else { return .inactive }
         transition(ssid, to: .evaluating, helper: nil)
-        let candidates = helpers.filter { usableHelper($0.id, for: ssid) != nil }
+        let saved = persistence.snapshot  // once, not once per helper
+        let candidates = helpers.filter { isEnabled($0.id, for: ssid, in: saved) }
         var winner: HelperScript?
         await sendAll(.evaluate, to: candidates, network: network, cookieSession: sessions[ssid]?.cookieSession) { helper, response in
             if response.confidence == .high {
@@ -436,10 +437,15 @@ public actor HotspotRuntime {
     // MARK: commands
 
     private func usableHelper(_ id: String, for ssid: String) -> HelperScript? {
-        let saved = persistence.snapshot
-        guard !saved.disabledHelpers.contains(id), saved.disabledForNetwork[ssid]?.contains(id) != true,
-              saved.exclusions[ssid]?.contains(id) != true else { return nil }
+        guard isEnabled(id, for: ssid, in: persistence.snapshot) else { return nil }
         return helpers.first { $0.id == id }
+    }
+
+    /// Whether the helper may be asked about the network: not switched off, everywhere or
+    /// for it, and not excluded from it.
+    private func isEnabled(_ id: String, for ssid: String, in saved: PersistentState) -> Bool {
+        !saved.disabledHelpers.contains(id) && saved.disabledForNetwork[ssid]?.contains(id) != true
+            && saved.exclusions[ssid]?.contains(id) != true
     }
 
     /// Sends one command to one helper and reports it.
