@@ -1266,6 +1266,8 @@ static int protected_run(lua_State *L) {
 static void run(sbx_state *S, run_request *rq, int64_t deadline_ns, sbx_outcome *o) {
     sbx_group *G = S->G;
     int own = S == &G->own;
+    // Cleared before waiting for the group, so a cancel that comes meanwhile still counts.
+    atomic_store(&S->interrupted, 0);
     if (own) group_lock(G);
     else enter(S);
     deliver_releases(S);
@@ -1276,7 +1278,6 @@ static void run(sbx_state *S, run_request *rq, int64_t deadline_ns, sbx_outcome 
     S->deadline_ns = deadline_ns;
     S->deadline_exceeded = 0;
     S->memory_exceeded = 0;
-    atomic_store(&S->interrupted, 0);
     lua_settop(L, 0);
     // Light C functions and light userdata: nothing here allocates outside protection.
     lua_pushcfunction(L, message_handler);

@@ -110,6 +110,26 @@ import TestSupport
         #expect(loopError.kind == .cancelled)
     }
 
+    /// A C call (here a pattern that backtracks for about half a second) holds the state
+    /// with no hook to hand it over; a call cancelled while it waits behind it stops as
+    /// soon as it runs, instead of running to its deadline.
+    @Test func aCallCancelledWhileWaitingForItsStateStops() async throws {
+        let group = try SandboxGroup()
+        let matcher = try script("return { match = function() return (('a'):rep(10000):find('.-b')) end }", in: group)
+        let looper = try script("return { loop = function() while true do end end }", in: group)
+        let (matching, looping) = (OneThreadAtATime(matcher), OneThreadAtATime(looper))
+        async let matched = onOwnThread { matching.state.call("match").result }
+        try await Task.sleep(for: .milliseconds(50))  // the matcher holds the state by now
+        let start = Deadline.now
+        async let looped = onOwnThread { looping.state.call("loop", deadline: .after(.seconds(10))).result }
+        try await Task.sleep(for: .milliseconds(50))  // the looper waits for the state by now
+        looper.interruptHandle.interrupt()
+        guard case .failure(let error) = try await looped else { Issue.record("the loop returned"); return }
+        #expect(error.kind == .cancelled)
+        #expect(milliseconds(since: start) < 8000)
+        #expect(try await matched.get() == [nil])
+    }
+
     @Test func objectsCollectedWhileAnotherScriptRunsAreReleasedForTheirOwner() throws {
         let tracker = ResourceTracker()
         let group = try SandboxGroup(modules: [HostClassTests.module(tracker)])
