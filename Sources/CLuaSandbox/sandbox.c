@@ -75,7 +75,6 @@ struct sbx_group {
     sbx_state own;       // the group's setup and prelude, charged to `base`
     sbx_ledger base;
     int sealed;
-    int prelude_ran;
 };
 
 static void group_lock(sbx_group *G) {
