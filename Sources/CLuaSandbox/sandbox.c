@@ -823,6 +823,8 @@ sbx_group *sbx_group_open(void *host) {
     atomic_init(&G->own.interrupted, 0);
     G->L = lua_newstate(capped_alloc, G);
     if (!G->L) {
+        pthread_cond_destroy(&G->turn);
+        pthread_mutex_destroy(&G->mutex);
         free(G);
         return NULL;
     }
