@@ -34,6 +34,24 @@ import Testing
         #expect(table.isEmpty)
     }
 
+    /// Keys are found by their bytes and kind: equal strings however they were made, and
+    /// an integer, a float and a string that print alike are three keys.
+    @Test func tableKeysHashByContent() {
+        let long = String(repeating: "portal.example ", count: 40)
+        var table = LuaTable()
+        table[.string(Array(long.utf8))] = 1
+        table[.integer(1)] = "integer"
+        table[.number(1)] = "float"
+        table["1"] = "string"
+        table[.string([0x61, 0x00, 0x62])] = "with NUL"
+        #expect(table[.text(long)] == 1)
+        #expect(table[.string(Array(long.utf8.dropLast()) + [0x20])] == 1)
+        #expect(table[.text(long + " ")] == nil)
+        #expect(table[.integer(1)] == "integer" && table[.number(1)] == "float" && table["1"] == "string")
+        #expect(table[.string([0x61, 0x00, 0x62])] == "with NUL" && table["a"] == nil)
+        #expect(Set<LuaValue>(["x", .string(Array("x".utf8)), ["k": "x"], ["k": .text("x")]]).count == 2)
+    }
+
     @Test func integersAndFloatsStayDistinct() throws {
         let script = try state("return { kinds = function(a, b) return math.type(a), math.type(b), 3 // 2, 3 / 2 end }")
         #expect(try script.call("kinds", [1, 1.0]).get() == ["integer", "float", 1, 1.5])
