@@ -38,12 +38,13 @@ private func reportToStandardError(_ line: String) {
 /// The worker's view of one script: its state, touched only by the jobs of its lane,
 /// which run one at a time, and the group it runs in.
 private final class ScriptHost: @unchecked Sendable {
-    let lane = ScriptScheduler.Lane()
-    let group: Int
+    let lane: ScriptScheduler.Lane
     var state: SandboxedState?
     var source: ScriptSource?
 
-    init(group: Int) { self.group = group }
+    var group: Int { lane.group }
+
+    init(group: Int) { lane = ScriptScheduler.Lane(group: group) }
 }
 
 /// The worker's shared Lua states: as many as the scheduler runs scripts at once, so

@@ -15,9 +15,16 @@ internal import CLuaSandbox
 final class ScriptScheduler: @unchecked Sendable {
     /// One script's queue of jobs. Touched only with the scheduler's lock held.
     final class Lane: @unchecked Sendable {
+        /// The lanes of a group share a Lua state, which runs one of them at a time.
+        let group: Int
         fileprivate var jobs = FirstInFirstOut<() -> Void>()
         /// In `ready`, or its job running.
         fileprivate var scheduled = false
+        /// When it was last made ready, in the scheduler's count, so the lane that has
+        /// waited longest runs first whichever group it is in.
+        fileprivate var readyAt: UInt64 = 0
+
+        init(group: Int) { self.group = group }
     }
 
     /// A thread of the scheduler and the job it runs.
@@ -26,6 +33,7 @@ final class ScriptScheduler: @unchecked Sendable {
         var startedAt: Int64 = 0
         /// Its current job has run longer than a slice and no longer counts as running.
         var demoted = false
+        var group = 0
     }
 
     let width: Int
@@ -34,10 +42,16 @@ final class ScriptScheduler: @unchecked Sendable {
     private let workArrived = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let congested = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     // The rest is touched only with `mutex` held.
-    private var ready = FirstInFirstOut<Lane>()
+    /// The lanes with jobs waiting, by group.
+    private var ready: [FirstInFirstOut<Lane>]
+    private var readyCount = 0
+    private var readyOrder: UInt64 = 0
     private var runners: [Runner] = []
-    /// Jobs running that count against `width`.
+    /// Jobs running that count against `width`, in all and by group. A thread never takes a
+    /// lane of a group whose state another counted job holds: it would only sleep until
+    /// that job ends, and the two would then take turns, each turn a wake-up.
     private var running = 0
+    private var occupied: [Int]
     /// Threads waiting for work, those of them signalled and not yet awake, and threads
     /// started that have not looked for work yet.
     private var idle = 0
@@ -47,9 +61,12 @@ final class ScriptScheduler: @unchecked Sendable {
     /// The monitor waits, untimed, until scripts wait for room under the width.
     private var monitorAsleep = false
 
+    /// Lanes of `width` groups (`Lane.group` in `0..<width`) run on up to `width` threads.
     init(width: Int = Int(sbx_available_cores()), slice: Duration = .milliseconds(5)) {
         self.width = max(1, width)
         self.slice = slice
+        ready = Array(repeating: FirstInFirstOut(), count: self.width)
+        occupied = Array(repeating: 0, count: self.width)
         pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
@@ -63,14 +80,35 @@ final class ScriptScheduler: @unchecked Sendable {
 
     /// Queues `job` behind the other jobs of `lane`.
     func enqueue(_ job: @escaping () -> Void, on lane: Lane) {
+        precondition(lane.group >= 0 && lane.group < width, "a lane's group is below the scheduler's width")
         let wakes = locked { () -> Wakes in
             lane.jobs.append(job)
             guard !lane.scheduled else { return Wakes() }
             lane.scheduled = true
-            ready.append(lane)
+            makeReady(lane)
             return wakeRunners()
         }
         wake(wakes)
+    }
+
+    /// Lock held.
+    private func makeReady(_ lane: Lane) {
+        readyOrder += 1
+        lane.readyAt = readyOrder
+        ready[lane.group].append(lane)
+        readyCount += 1
+    }
+
+    /// Lock held: the lane that has waited longest among the groups no counted job holds.
+    private func takeLane() -> Lane? {
+        var chosen: (group: Int, readyAt: UInt64)?
+        for group in 0..<width where occupied[group] == 0 {
+            guard let head = ready[group].first else { continue }
+            if chosen.map({ head.readyAt < $0.readyAt }) ?? true { chosen = (group, head.readyAt) }
+        }
+        guard let chosen else { return nil }
+        readyCount -= 1
+        return ready[chosen.group].removeFirst()
     }
 
     private func locked<Result>(_ body: () -> Result) -> Result {
@@ -87,13 +125,14 @@ final class ScriptScheduler: @unchecked Sendable {
         var monitor = false
     }
 
-    /// Lock held: counts as woken (or started) as many threads as there are scripts ready
-    /// and room under the width, and the monitor when there is no room.
+    /// Lock held: counts as woken (or started) as many threads as there are groups with a
+    /// lane ready and none of their jobs running, less those already on their way, within
+    /// the room under the width; and the monitor when lanes are left waiting.
     private func wakeRunners() -> Wakes {
         var wakes = Wakes()
-        let waiting = ready.count
-        let wanted = min(waiting, width - running - signalled - starting)
-        wakes.monitor = waiting > wanted && monitorAsleep
+        let takeable = (0..<width).reduce(0) { $0 + (occupied[$1] == 0 && ready[$1].count > 0 ? 1 : 0) }
+        let wanted = min(takeable - signalled - starting, width - running - signalled - starting)
+        wakes.monitor = readyCount > max(0, wanted) && monitorAsleep
         for _ in 0..<max(0, wanted) {
             if idle > signalled {
                 signalled += 1
@@ -145,20 +184,28 @@ final class ScriptScheduler: @unchecked Sendable {
         }
         starting -= 1
         while true {
-            if running < width, let lane = ready.removeFirst() {
+            if running < width, let lane = takeLane() {
                 running += 1
+                occupied[lane.group] += 1
+                me.group = lane.group
                 me.startedAt = sbx_monotonic_ns()
                 me.demoted = false
                 let job = lane.jobs.removeFirst()!
+                // The group this thread left (its last job's) may have lanes for another.
+                let wakes = wakeRunners()
                 pthread_mutex_unlock(mutex)
+                wake(wakes)
                 job()
                 pthread_mutex_lock(mutex)
-                if !me.demoted { running -= 1 }
+                if !me.demoted {
+                    running -= 1
+                    occupied[lane.group] -= 1
+                }
                 me.startedAt = 0
                 // A lane with more jobs goes to the back of the line; this thread takes
                 // the next in line itself if there is room under the width.
                 if lane.jobs.count > 0 {
-                    ready.append(lane)
+                    makeReady(lane)
                 } else {
                     lane.scheduled = false
                 }
@@ -179,7 +226,7 @@ final class ScriptScheduler: @unchecked Sendable {
             + slice.components.attoseconds / 1_000_000_000
         pthread_mutex_lock(mutex)
         while true {
-            if ready.count == 0 || running + signalled + starting < width {
+            if readyCount == 0 {
                 monitorAsleep = true
                 pthread_cond_wait(congested, mutex)
                 monitorAsleep = false
@@ -195,6 +242,7 @@ final class ScriptScheduler: @unchecked Sendable {
                 && now - runner.startedAt >= sliceNanoseconds {
                 runner.demoted = true
                 running -= 1
+                occupied[runner.group] -= 1
             }
             let wakes = wakeRunners()
             pthread_mutex_unlock(mutex)
@@ -211,6 +259,8 @@ struct FirstInFirstOut<Element> {
     private var head = 0
 
     var count: Int { elements.count - head }
+
+    var first: Element? { head < elements.count ? elements[head] : nil }
 
     mutating func append(_ element: Element) { elements.append(element) }
 

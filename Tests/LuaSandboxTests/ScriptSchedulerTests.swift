@@ -1,0 +1,114 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import LuaSandbox
+import Synchronization
+import Testing
+
+/// The worker's scheduler, with jobs that wait on semaphores in place of Lua calls.
+@Suite struct ScriptSchedulerTests {
+    /// What the jobs record, in the order they do it.
+    final class Journal: Sendable {
+        private let lines = Mutex<[String]>([])
+        func note(_ line: String) { lines.withLock { $0.append(line) } }
+        var entries: [String] { lines.withLock { $0 } }
+    }
+
+    /// A semaphore a job waits on until the test lets it go; at most 10 s, so a broken
+    /// scheduler fails the test instead of hanging it.
+    final class Gate: @unchecked Sendable {
+        private var semaphore = sem_t()
+        init() { sem_init(&semaphore, 0, 0) }
+        deinit { sem_destroy(&semaphore) }
+        func open() { sem_post(&semaphore) }
+        @discardableResult func wait(seconds: Int = 10) -> Bool {
+            var until = timespec()
+            clock_gettime(CLOCK_REALTIME, &until)
+            until.tv_sec += seconds
+            return sem_timedwait(&semaphore, &until) == 0
+        }
+    }
+
+    /// Two threads, two groups: while a job holds group 0, the free thread takes the lane of
+    /// group 1 that came after a second lane of group 0, instead of waiting on group 0's state.
+    @Test func aFreeThreadTakesAnotherGroupsLaneBeforeOneOfABusyGroup() {
+        let scheduler = ScriptScheduler(width: 2, slice: .seconds(30))
+        let journal = Journal()
+        let (holding, release, otherGroupRan, done) = (Gate(), Gate(), Gate(), Gate())
+        let first = ScriptScheduler.Lane(group: 0)
+        let second = ScriptScheduler.Lane(group: 0)
+        let other = ScriptScheduler.Lane(group: 1)
+        scheduler.enqueue({
+            journal.note("group 0, first: start")
+            holding.open()
+            release.wait()
+            journal.note("group 0, first: end")
+        }, on: first)
+        #expect(holding.wait())
+        scheduler.enqueue({
+            journal.note("group 0, second")
+            done.open()
+        }, on: second)
+        scheduler.enqueue({
+            journal.note("group 1")
+            otherGroupRan.open()
+        }, on: other)
+        #expect(otherGroupRan.wait(), "the lane of the free group waited behind the busy group")
+        release.open()
+        #expect(done.wait())
+        #expect(journal.entries == ["group 0, first: start", "group 1", "group 0, first: end", "group 0, second"])
+    }
+
+    /// A job that runs longer than a slice no longer holds its group: the scripts sharing
+    /// its state get a thread (in a worker, a long job is mostly waiting in a host call,
+    /// which lets the group's state go).
+    @Test func aLongJobLetsItsGroupsOtherLanesRunAfterASlice() {
+        let scheduler = ScriptScheduler(width: 2, slice: .milliseconds(20))
+        let journal = Journal()
+        let (holding, release, done) = (Gate(), Gate(), Gate())
+        let long = ScriptScheduler.Lane(group: 0)
+        let waiting = ScriptScheduler.Lane(group: 0)
+        scheduler.enqueue({
+            holding.open()
+            release.wait()
+            journal.note("long: end")
+        }, on: long)
+        #expect(holding.wait())
+        scheduler.enqueue({
+            journal.note("same group")
+            done.open()
+        }, on: waiting)
+        #expect(done.wait(seconds: 5), "the group's other lane never ran while the long job went on")
+        release.open()
+        #expect(journal.entries.first == "same group")
+    }
+
+    /// One lane's jobs run one at a time, in order, whatever the groups around them do.
+    @Test func aLanesJobsRunInOrder() {
+        let scheduler = ScriptScheduler(width: 2, slice: .seconds(30))
+        let journal = Journal()
+        let done = Gate()
+        let lanes = (0..<4).map { ScriptScheduler.Lane(group: $0 % 2) }
+        final class Overlap: Sendable {
+            let running = Atomic<Int>(0)
+            let seen = Atomic<Bool>(false)
+        }
+        let overlap = Overlap()
+        for job in 0..<20 {
+            for (number, lane) in lanes.enumerated() {
+                scheduler.enqueue({
+                    if number == 0 {
+                        if overlap.running.add(1, ordering: .relaxed).newValue > 1 { overlap.seen.store(true, ordering: .relaxed) }
+                        journal.note("\(job)")
+                        overlap.running.subtract(1, ordering: .relaxed)
+                        if job == 19 { done.open() }
+                    }
+                }, on: lane)
+            }
+        }
+        #expect(done.wait())
+        let overlapped = overlap.seen.load(ordering: .relaxed)
+        #expect(!overlapped)
+        #expect(journal.entries == (0..<20).map(String.init))
+    }
+}
