@@ -424,12 +424,16 @@ enum HelperPrelude {
       return response
     end
 
-    local function dispatch(exports, command)
+    -- A command comes in two tables: the helper's own (`context`, `store`) and what every
+    -- helper it goes to gets (`type`, `network`, `network_list`, `answers`), which the
+    -- runtime encodes once for all of them; or whole, in the first.
+    local function dispatch(exports, own, shared)
+      local command = shared or own
       -- The context is set by the runtime; kept in the record, out of the script's reach.
-      local context = command.context or {}
+      local context = own.context or {}
       context.hosts = context.hosts or {}
       -- The nil fields size the table for what the handler sets later.
-      local record = { context = context, store_data = command.store or {}, confidences = nil, delivered = nil }
+      local record = { context = context, store_data = own.store or {}, confidences = nil, delivered = nil }
       local network, list = command.network, command.network_list
       if network then adopt_network(network, record) end
       if list then

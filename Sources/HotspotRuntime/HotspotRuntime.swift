@@ -457,9 +457,12 @@ public actor HotspotRuntime {
         guard helper.handlers.contains(command) else {
             return conclude(command, helper, network: network, outcome: nil, since: start)
         }
-        let table = commandTable(command, for: helper, network: network, networkList: networkList, didJustJoin: didJustJoin,
-                                 isChosen: isChosen, cookieSession: cookieSession, answers: answers)
-        let outcome = await engine.call(helper.handle, "dispatch", [table], deadline: deadline(of: command))
+        let arguments = [
+            helperTable(for: helper, network: network, cookieSession: cookieSession),
+            sharedTable(command, network: network, networkList: networkList, didJustJoin: didJustJoin,
+                        isChosen: isChosen, answers: answers),
+        ]
+        let outcome = await engine.call(helper.handle, "dispatch", arguments, deadline: deadline(of: command))
         return conclude(command, helper, network: network, outcome: outcome, since: start)
     }
 
@@ -476,11 +479,12 @@ public actor HotspotRuntime {
             guard take(helper, conclude(command, helper, network: network, outcome: nil, since: start)) else { return }
         }
         var unanswered = Set(handling.indices)
-        // Each command is built as it is sent, so the first helpers run while the rest are built.
-        let outcomes = engine.callAll(count: handling.count, deadline: deadline(of: command)) { index in
+        // Each helper's part is built as it is sent, so the first helpers run while the rest
+        // are built; the part they share is encoded once.
+        let shared = sharedTable(command, network: network, networkList: networkList, didJustJoin: false, isChosen: false)
+        let outcomes = engine.callAll(count: handling.count, sharing: [shared], deadline: deadline(of: command)) { index in
             ScriptCall(handling[index].handle, "dispatch", [
-                commandTable(command, for: handling[index], network: network, networkList: networkList,
-                             didJustJoin: false, isChosen: false, cookieSession: cookieSession),
+                helperTable(for: handling[index], network: network, cookieSession: cookieSession),
             ])
         }
         for await (index, outcome) in outcomes {
@@ -496,24 +500,33 @@ public actor HotspotRuntime {
         }
     }
 
-    /// The table `dispatch` in the prelude turns into the script's `cmd`.
-    private nonisolated func commandTable(_ command: HotspotCommand, for helper: HelperScript, network: NetworkDescription?,
-                                          networkList: [NetworkDescription]?, didJustJoin: Bool, isChosen: Bool,
-                                          cookieSession: String?, answers: [String: String] = [:]) -> LuaValue {
+    /// `dispatch` in the prelude turns two tables into the script's `cmd`: the helper's own
+    /// part (its context and store) and the part every helper of a command gets alike.
+    private nonisolated func helperTable(for helper: HelperScript, network: NetworkDescription?,
+                                         cookieSession: String?) -> LuaValue {
         var table = LuaTable()
-        table["type"] = .text(command.rawValue)
         if let network {
-            table["network"] = Self.networkValue(network, didJustJoin: didJustJoin, isChosen: isChosen)
             let store = persistence.store(helper: helper.id, ssid: network.ssid)
             if !store.isEmpty {  // the prelude takes an absent store as empty
                 table["store"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
                     store.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
             }
         }
+        table["context"] = context(for: helper, network: network, cookieSession: cookieSession)
+        return .table(table)
+    }
+
+    private nonisolated func sharedTable(_ command: HotspotCommand, network: NetworkDescription?,
+                                         networkList: [NetworkDescription]?, didJustJoin: Bool, isChosen: Bool,
+                                         answers: [String: String] = [:]) -> LuaValue {
+        var table = LuaTable()
+        table["type"] = .text(command.rawValue)
+        if let network {
+            table["network"] = Self.networkValue(network, didJustJoin: didJustJoin, isChosen: isChosen)
+        }
         if command == .presentUI {
             table["answers"] = .table(LuaTable(Dictionary(uniqueKeysWithValues: answers.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
         }
-        table["context"] = context(for: helper, network: network, cookieSession: cookieSession)
         if let networkList {
             table["network_list"] = .table(LuaTable(array: networkList.map { Self.networkValue($0, didJustJoin: false, isChosen: false) }))
         }

@@ -171,11 +171,21 @@ public final class LuaEngine: Sendable {
     /// `callAll` of the calls `call(0)` to `call(count - 1)`, each built just before it is
     /// sent: the first calls go out at once, and a worker runs them while the rest are
     /// built and encoded. A worker's calls go out in writes of 1, 2, 4, 8, then 16 calls.
-    public func callAll(count: Int, deadline: CallDeadline = .default,
+    /// Every call gets the `shared` values after its own arguments; they are encoded once
+    /// for all the calls (each call's state still gets a copy of its own).
+    public func callAll(count: Int, sharing shared: [LuaValue] = [], deadline: CallDeadline = .default,
                         _ call: (Int) -> ScriptCall) -> CallOutcomes {
         let (stream, continuation) = AsyncStream.makeStream(of: (Int, RawOutcome).self)
         let outcomes = CallOutcomes(stream: stream, memoryLimit: configuration.memoryLimit)
         guard count > 0 else {
+            continuation.finish()
+            return outcomes
+        }
+        let sharedEncoding: LuaValueCodec.EncodedValues
+        do throws(LuaScriptError) {
+            sharedEncoding = try LuaValueCodec.encode(values: shared)
+        } catch {
+            for index in 0..<count { continuation.yield((index, RawOutcome(error: error))) }
             continuation.finish()
             return outcomes
         }
@@ -197,7 +207,7 @@ public final class LuaEngine: Sendable {
             let made = call(index)
             do throws(LuaScriptError) {
                 let slot = made.script.slot
-                unsent[slot, default: []].append((index, try Self.callFrame(made, deadline: resolved)))
+                unsent[slot, default: []].append((index, try Self.callFrame(made, sharing: sharedEncoding, deadline: resolved)))
                 if unsent[slot]!.count >= chunkSizes[slot, default: 1] { send(slot) }
             } catch {
                 deliver(index, RawOutcome(error: error))
@@ -219,9 +229,14 @@ public final class LuaEngine: Sendable {
         }
     }
 
-    private static func callFrame(_ call: ScriptCall, deadline: Deadline?) throws(LuaScriptError) -> WorkerFrame {
-        .call(script: call.script.id, entry: call.entry, arguments: try LuaValueCodec.encode(tuple: call.arguments),
-              deadline: deadline?.nanoseconds ?? 0)
+    private static func callFrame(_ call: ScriptCall, sharing shared: LuaValueCodec.EncodedValues? = nil,
+                                  deadline: Deadline?) throws(LuaScriptError) -> WorkerFrame {
+        let arguments = if let shared {
+            try LuaValueCodec.encode(tuple: call.arguments, followedBy: shared)
+        } else {
+            try LuaValueCodec.encode(tuple: call.arguments)
+        }
+        return .call(script: call.script.id, entry: call.entry, arguments: arguments, deadline: deadline?.nanoseconds ?? 0)
     }
 
     public func unload(_ script: ScriptHandle) {

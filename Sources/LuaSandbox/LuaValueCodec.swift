@@ -15,6 +15,29 @@ enum LuaValueCodec {
         return bytes
     }
 
+    /// A tuple of `values` followed by `shared`, values already encoded once for many
+    /// tuples (`encode(values:)`): arguments that many calls have in common.
+    static func encode(tuple values: [LuaValue], followedBy shared: EncodedValues) throws(LuaScriptError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(64 + shared.bytes.count)
+        appendUInt32(UInt32(values.count + shared.count), to: &bytes)
+        for value in values { try append(value, to: &bytes, objects: nil) }
+        bytes.append(contentsOf: shared.bytes)
+        return bytes
+    }
+
+    /// Values encoded without a count, to end tuples with.
+    struct EncodedValues: Sendable {
+        let count: Int
+        let bytes: [UInt8]
+    }
+
+    static func encode(values: [LuaValue]) throws(LuaScriptError) -> EncodedValues {
+        var bytes: [UInt8] = []
+        for value in values { try append(value, to: &bytes, objects: nil) }
+        return EncodedValues(count: values.count, bytes: bytes)
+    }
+
     private static func append(_ value: LuaValue, to bytes: inout [UInt8],
                                objects: ((HostObject, inout [UInt8]) -> Void)?) throws(LuaScriptError) {
         switch value {

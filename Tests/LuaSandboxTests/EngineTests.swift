@@ -125,6 +125,35 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         #expect(none == 0)
     }
 
+    /// The values every call shares come after each call's own arguments, and each call
+    /// gets a copy of its own: a script that changes its copy changes nobody else's, though
+    /// the scripts share a worker's states.
+    @Test func callAllGivesEveryCallTheSharedValuesAfterItsOwn() async throws {
+        let engine = try makeEngine(workers: 1, deadline: .seconds(10))
+        var scripts: [ScriptHandle] = []
+        for number in 0..<4 {
+            scripts.append(try await engine.load(ScriptSource(path: "s\(number).lua", text: """
+                return { run = function(own, shared, flag)
+                  local seen = shared.network.ssid
+                  shared.network.ssid = 'changed by \(number)'
+                  return own, seen, flag, select('#', own, shared, flag)
+                end }
+                """)))
+        }
+        let shared: [LuaValue] = [["network": ["ssid": "Cafe"]], true]
+        var answers: [Int: [LuaValue]] = [:]
+        for _ in 0..<2 {
+            for await (index, outcome) in engine.callAll(count: scripts.count, sharing: shared, deadline: .default, {
+                ScriptCall(scripts[$0], "run", [.text("own \($0)")])
+            }) {
+                answers[index] = try outcome.get()
+            }
+            for index in scripts.indices {
+                #expect(answers[index] == [.text("own \(index)"), "Cafe", true, 3])
+            }
+        }
+    }
+
     @Test func leavingCallAllEarlyCancelsTheCallsNotAnswered() async throws {
         let engine = try makeEngine(deadline: .seconds(30))
         let spin = "return { run = function() while true do end end, ping = function() return 'pong' end }"
