@@ -74,6 +74,45 @@ import TestSupport
         #expect(try frugal.call("grab").get() == [2_000_000])
     }
 
+    /// Blocks move between the group's pool of small blocks and malloc's large ones as
+    /// tables and strings grow and shrink: contents survive every move, each script is
+    /// charged for its own, and freed blocks come back to it (its count does not creep up).
+    @Test func blocksKeepTheirContentsAndChargesThroughThePool() throws {
+        let group = try SandboxGroup()
+        let text = """
+            return { churn = function(n, salt)
+              local t, h, parts = {}, {}, {}
+              for i = 1, n do t[i] = i * salt end
+              for i = 1, n do h['k' .. i] = i end
+              for i = 1, n, 2 do h['k' .. i] = nil end
+              for i = 1, n // 10 do parts[i] = ('%d:'):format(i * salt):rep(i % 40 + 1) end
+              local sum, kept = 0, 0
+              for i = 1, n do sum = sum + t[i] end
+              for _, v in pairs(h) do kept = kept + v end
+              local joined = table.concat(parts)
+              return sum, kept, #joined, joined:sub(1, 4), collectgarbage('count')
+            end }
+            """
+        let first = try script(text, in: group, memoryLimit: 4 << 20)
+        let second = try script(text, in: group, memoryLimit: 4 << 20)
+        func expected(_ n: Int, _ salt: Int) -> [LuaValue] {
+            let parts = (1...(n / 10)).map { String(repeating: "\($0 * salt):", count: $0 % 40 + 1) }.joined()
+            return [.integer(Int64(n * (n + 1) / 2 * salt)), .integer(Int64((n / 2) * (n / 2 + 1))),
+                    .integer(Int64(parts.utf8.count)), .text(String(parts.prefix(4)))]
+        }
+        var counts: [Double] = []
+        for round in 1...60 {
+            for (state, salt) in [(first, 3), (second, 7)] {
+                let values = try state.call("churn", [.integer(Int64(300 + round)), .integer(Int64(salt))]).get()
+                #expect(Array(values.prefix(4)) == expected(300 + round, salt))
+                if state === first { counts.append(try #require(values.last?.numberValue)) }
+            }
+        }
+        // KiB: the garbage of 60 rounds is collected, not kept charged to the script.
+        #expect(counts.suffix(10).max()! < 2 * counts.prefix(10).max()! + 256)
+        #expect(first.memoryUsed < 2 << 20 && second.memoryUsed < 2 << 20)
+    }
+
     @Test func aScriptWaitingInItsHostLetsTheOthersRun() async throws {
         let tracker = ResourceTracker()
         let group = try SandboxGroup(modules: [HostClassTests.module(tracker)])
