@@ -1,4 +1,16 @@
-import LuaSandbox
+public import LuaSandbox
+
+/// What the prelude's `dispatch` returns, in order: the result's name, an error message,
+/// the network's confidence (evaluate), the networks claimed (filter_scan_list, each a
+/// table of `ssid`, `bssid`, `password`), and the helper's store when the handler changed it.
+public struct DispatchAnswer: Sendable {
+    public let result, error, confidence, claims, store: LuaValue
+
+    public init(_ values: [LuaValue]) {
+        func value(_ index: Int) -> LuaValue { index < values.count ? values[index] : .nil }
+        (result, error, confidence, claims, store) = (value(0), value(1), value(2), value(3), value(4))
+    }
+}
 
 /// The trusted Lua that turns the engine's plain values into the venue-script contract:
 /// `cmd`, `cmd.network`, `cmd:create_response(result)`, `deliver()`, `cmd.store`. It runs
@@ -397,14 +409,17 @@ enum HelperPrelude {
           local record = state.record
           if record.delivered then error("this command already has a delivered response", 2) end
           state.sent = true
-          local delivered = { result = state.result }
-          if state.network then delivered.network = network_answer(state.network, record) end
+          -- The answer is fixed now: what the script sets on the networks later does not count.
+          if state.network then
+            local confidences = record.confidences
+            state.confidence = confidences and confidences[state.network]
+          end
           if state.network_list then
             local list = {}
             for i, net in ipairs(state.network_list) do list[i] = network_answer(net, record) end
-            delivered.network_list = list
+            state.claims = list
           end
-          record.delivered = delivered
+          record.delivered = state
         end,
       },
       __metatable = "response",
@@ -420,7 +435,9 @@ enum HelperPrelude {
         error("unknown result '" .. tostring(result) .. "'; use one of " .. RESULT_NAMES, 2)
       end
       local response = setmetatable({}, RESPONSE)
-      response_states[response] = { record = record, result = result, network = nil, network_list = nil, sent = nil }
+      response_states[response] = {
+        record = record, result = result, network = nil, network_list = nil, sent = nil, confidence = nil, claims = nil,
+      }
       return response
     end
 
@@ -443,9 +460,9 @@ enum HelperPrelude {
       commands[cmd] = record
 
       local handler = rawget(exports, command.type)
-      local answer
+      local result, problem, confidence, claims
       if type(handler) ~= "function" then
-        answer = { result = "command_not_recognized" }
+        result = "command_not_recognized"
       else
         local returned = handler(cmd)
         if not record.delivered then
@@ -453,15 +470,21 @@ enum HelperPrelude {
           if type(returned) == "table" and type(returned.deliver) == "function" then
             returned:deliver()
           elseif command.type == "evaluate" and CONFIDENCES[returned] then
-            record.delivered = { result = "success", network = { ssid = network.ssid, confidence = returned } }
+            result, confidence = "success", returned
           elseif RESULTS[returned] then
-            record.delivered = { result = returned }
+            result = returned
           end
         end
-        answer = record.delivered or { result = "failure", error = "no response delivered" }
+        local delivered = record.delivered
+        if delivered then
+          result, confidence, claims = delivered.result, delivered.confidence, delivered.claims
+        elseif result == nil then
+          result, problem = "failure", "no response delivered"
+        end
       end
-      answer.store = record.store and record.store.changed and record.store.data or nil
-      return answer
+      -- The answer as plain values, the cheapest to carry back: the result, an error, the
+      -- network's confidence, the networks claimed (filter_scan_list), the store if it changed.
+      return result, problem, confidence, claims, record.store and record.store.changed and record.store.data or nil
     end
 
     local function describe(exports)

@@ -607,12 +607,12 @@ public actor HotspotRuntime {
     /// Checks what the prelude collected against the model; anything else is a `failure`
     /// whose error says why.
     static func interpret(_ outcome: CallOutcome, answering command: HotspotCommand) -> HelperResponse {
-        let answer: LuaTable
+        let answer: DispatchAnswer
         switch outcome.result {
         case .failure(let error): return .failure(error.description)
-        case .success(let values): answer = values.first?.tableValue ?? LuaTable()
+        case .success(let values): answer = DispatchAnswer(values)
         }
-        let store = answer["store"].tableValue.map { table in
+        let store = answer.store.tableValue.map { table in
             Dictionary(uniqueKeysWithValues: table.entries.compactMap { key, value in
                 key.stringValue.flatMap { key in value.stringValue.map { (key, $0) } }
             })
@@ -620,7 +620,7 @@ public actor HotspotRuntime {
         if let store, store.reduce(0, { $0 + $1.key.utf8.count + $1.value.utf8.count }) > StateDirectory.storeLimit {
             return .failure("cmd.store holds more than \(StateDirectory.storeLimit) bytes")
         }
-        guard let name = answer["result"].stringValue, let result = CommandResult(rawValue: name) else {
+        guard let name = answer.result.stringValue, let result = CommandResult(rawValue: name) else {
             return .failure("the handler answered no known result")
         }
         if let broken = result.ruleBroken(answering: command) {
@@ -628,15 +628,13 @@ public actor HotspotRuntime {
             failure.store = store
             return failure
         }
-        let network = answer["network"].tableValue
-        let confidence = network.flatMap { Confidence(rawValue: $0["confidence"].stringValue ?? "") } ?? .none
-        let claims = (answer["network_list"].tableValue?.array ?? []).compactMap { entry -> ScannedNetwork? in
+        let confidence = answer.confidence.stringValue.flatMap(Confidence.init(rawValue:)) ?? .none
+        let claims = (answer.claims.tableValue?.array ?? []).compactMap { entry -> ScannedNetwork? in
             guard let table = entry.tableValue, let ssid = table["ssid"].stringValue else { return nil }
             return ScannedNetwork(ssid: ssid, bssid: table["bssid"].stringValue, password: table["password"].stringValue)
         }
         return HelperResponse(result: result, confidence: result == .success ? confidence : .none,
-                              claims: claims,
-                              error: answer["error"].stringValue, store: store)
+                              claims: claims, error: answer.error.stringValue, store: store)
     }
 
     // MARK: events and persistence

@@ -91,8 +91,8 @@ private func directEvaluation(_ bench: RuntimeBench, ssid: String) async throws 
     let answered = await withTaskGroup(of: Bool.self) { group in
         for handle in bench.direct {
             group.addTask {
-                let answer = try? await bench.engine.call(handle, "dispatch", [command]).get().first
-                return answer?.tableValue?["network"].tableValue?["confidence"] == "none"
+                let answer = try? await bench.engine.call(handle, "dispatch", [command]).get()
+                return answer.map(DispatchAnswer.init)?.confidence == "none"
             }
         }
         return await group.reduce(true) { $0 && $1 }

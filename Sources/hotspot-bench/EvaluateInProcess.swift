@@ -26,8 +26,8 @@ func measureEvaluateInProcess() throws -> [Figure] {
             let start = Deadline.now.nanoseconds
             for _ in 0..<repeats {
                 for state in states {
-                    let answer = try state.call("dispatch", [command]).get().first
-                    guard answer?.tableValue?["network"].tableValue?["confidence"] == "none" else {
+                    let answer = DispatchAnswer(try state.call("dispatch", [command]).get())
+                    guard answer.confidence == "none" else {
                         throw BenchError("an in-process evaluate did not answer none")
                     }
                 }
@@ -150,13 +150,13 @@ private let sharedStateProgram = #"""
           local globals = script.globals
           for name, value in next, base do rawset(globals, name, value) end
           globals._G = globals
-          local answer = dispatch(script.exports, {
+          local _, _, confidence = dispatch(script.exports, {
             type = "evaluate",
             network = { ssid = ssid, bssid = "", signal_strength = 1.0, is_secure = false,
                         did_auto_join = false, did_just_join = false, is_chosen_helper = false },
             store = {},
           })
-          if answer.network.confidence ~= "none" then error("evaluate answered " .. tostring(answer.network.confidence)) end
+          if confidence ~= "none" then error("evaluate answered " .. tostring(confidence)) end
         end
       end
       io.write(("per-call %.1f\n"):format((os.clock() - start) / (repeats * count) * 1e9))

@@ -52,7 +52,7 @@ private func maintainEach(_ runtime: HotspotRuntime, _ ssids: [String],
 private func dispatchEach(_ engine: LuaEngine, _ targets: [(ScriptHandle, LuaValue)],
                           for duration: Duration) async -> Tally {
     await eachUntil(duration, callers: targets.count) { caller in
-        let answer = try? await engine.call(targets[caller].0, "dispatch", [targets[caller].1]).get().first
-        return answer?.tableValue?["result"] == "success"
+        let answer = try? await engine.call(targets[caller].0, "dispatch", [targets[caller].1]).get()
+        return answer.map(DispatchAnswer.init)?.result == "success"
     }
 }

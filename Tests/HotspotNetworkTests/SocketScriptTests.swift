@@ -83,7 +83,7 @@ struct SocketScriptTests {
             let elapsed = ContinuousClock.now - start
             return (outcome.result.map { values in
                 var stored: [String: String] = [:]
-                for (key, value) in values.first?.tableValue?["store"].tableValue?.entries ?? [:] {
+                for (key, value) in DispatchAnswer(values).store.tableValue?.entries ?? [:] {
                     stored[key.stringValue ?? ""] = value.stringValue ?? value.description
                 }
                 return stored

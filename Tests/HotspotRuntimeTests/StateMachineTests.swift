@@ -258,6 +258,33 @@ import Testing
         #expect(bogus.error?.contains("unknown result 'great'") == true)
     }
 
+    /// A delivered response is final: confidences and passwords set after `deliver()` do
+    /// not change what the runtime gets.
+    @Test func whatAHandlerSetsAfterDeliverDoesNotCount() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "fickle": venue("Fickle", evaluate: """
+                cmd.network:set_confidence("low")
+                local response = cmd:create_response("success")
+                response:set_network(cmd.network)
+                response:deliver()
+                cmd.network:set_confidence("high")
+                """, handlers: ["filter_scan_list": """
+                local claimed = cmd.network_list[1]
+                claimed:set_password("first")
+                local response = cmd:create_response("success")
+                response:set_network_list({ claimed })
+                response:deliver()
+                claimed:set_password("later")
+                """]),
+        ])
+        let fickle = await fixture.runtime.helpers.first { $0.id == "fickle" }!
+        let evaluated = await fixture.runtime.send(.evaluate, to: fickle, network: guest)
+        #expect(evaluated.result == .success && evaluated.confidence == .low)
+        let scanned = await fixture.runtime.send(.filterScanList, to: fickle, network: nil,
+                                                 networkList: [guest, NetworkDescription(ssid: "Other")])
+        #expect(scanned.claims == [ScannedNetwork(ssid: guest.ssid, bssid: guest.bssid, password: "first")])
+    }
+
     @Test func contractMethodsCalledWithADotSayHowToCallThem() async throws {
         let fixture = try await RuntimeFixture(scripts: [
             "dotty": venue("Dotty", confidence: "high", handlers: ["authenticate": """
