@@ -11,7 +11,8 @@ internal import CLuaSandbox
 /// arbitration in paired runs, docs/PERFORMANCE.md). When scripts wait for room, a job
 /// that has run for a whole `slice` (a Lua loop, a slow portal, a sleep) stops counting
 /// against the width and another thread takes the next script, so a long job never holds
-/// up the rest: it goes on beside them, as it did on a thread of its own.
+/// up the rest: it goes on beside them, as it did on a thread of its own. Scripts waiting
+/// for their group, whose state a job holds, get it after `groupSlice`.
 final class ScriptScheduler: @unchecked Sendable {
     /// One script's queue of jobs. Touched only with the scheduler's lock held.
     final class Lane: @unchecked Sendable {
@@ -38,6 +39,10 @@ final class ScriptScheduler: @unchecked Sendable {
 
     let width: Int
     let slice: Duration
+    /// How long a job keeps its group while other lanes of the group wait: as long as a
+    /// script keeps a shared state another script waits for (the count hook hands it over
+    /// after 1 ms), and a job waiting in a host call has let the state go anyway.
+    let groupSlice: Duration
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let workArrived = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let congested = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -58,13 +63,15 @@ final class ScriptScheduler: @unchecked Sendable {
     private var signalled = 0
     private var starting = 0
     private var monitorStarted = false
-    /// The monitor waits, untimed, until scripts wait for room under the width.
+    /// The monitor waits, untimed, until scripts wait for room or for their group.
     private var monitorAsleep = false
 
     /// Lanes of `width` groups (`Lane.group` in `0..<width`) run on up to `width` threads.
-    init(width: Int = Int(sbx_available_cores()), slice: Duration = .milliseconds(5)) {
+    init(width: Int = Int(sbx_available_cores()), slice: Duration = .milliseconds(5),
+         groupSlice: Duration = .milliseconds(1)) {
         self.width = max(1, width)
         self.slice = slice
+        self.groupSlice = groupSlice
         ready = Array(repeating: FirstInFirstOut(), count: self.width)
         occupied = Array(repeating: 0, count: self.width)
         pthread_mutex_init(mutex, nil)
@@ -80,7 +87,7 @@ final class ScriptScheduler: @unchecked Sendable {
 
     /// Queues `job` behind the other jobs of `lane`.
     func enqueue(_ job: @escaping () -> Void, on lane: Lane) {
-        precondition(lane.group >= 0 && lane.group < width, "a lane's group is below the scheduler's width")
+        precondition(lane.group >= 0 && lane.group < width, "a lane's group must be below the scheduler's width")
         let wakes = locked { () -> Wakes in
             lane.jobs.append(job)
             guard !lane.scheduled else { return Wakes() }
@@ -218,12 +225,15 @@ final class ScriptScheduler: @unchecked Sendable {
         }
     }
 
-    /// The monitor: while scripts wait for room under the width, every slice it demotes
-    /// the jobs that have run a whole slice and lets other threads take the waiting scripts
-    /// in their place. Otherwise it sleeps, so a quiet worker has no timer running.
+    /// The monitor: while scripts wait, it demotes the jobs that have run a whole slice, or
+    /// a group slice while lanes of their group wait, and lets other threads take the
+    /// waiting scripts in their place. Otherwise it sleeps, so a quiet worker has no timer
+    /// running.
     private func demoteLongJobs() -> Never {
-        let sliceNanoseconds = Int64(slice.components.seconds) * 1_000_000_000
-            + slice.components.attoseconds / 1_000_000_000
+        func nanoseconds(_ duration: Duration) -> Int64 {
+            Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        }
+        let (sliceNanoseconds, groupSliceNanoseconds) = (nanoseconds(slice), nanoseconds(groupSlice))
         pthread_mutex_lock(mutex)
         while true {
             if readyCount == 0 {
@@ -232,14 +242,19 @@ final class ScriptScheduler: @unchecked Sendable {
                 monitorAsleep = false
                 continue
             }
+            let groupWaits = (0..<width).contains { occupied[$0] > 0 && ready[$0].count > 0 }
             var sliceEnd = timespec()
             clock_gettime(CLOCK_MONOTONIC, &sliceEnd)
-            let at = Int64(sliceEnd.tv_sec) * 1_000_000_000 + Int64(sliceEnd.tv_nsec) + sliceNanoseconds
+            let at = Int64(sliceEnd.tv_sec) * 1_000_000_000 + Int64(sliceEnd.tv_nsec)
+                + min(sliceNanoseconds, groupWaits ? groupSliceNanoseconds : .max)
             sliceEnd = timespec(tv_sec: Int(at / 1_000_000_000), tv_nsec: Int(at % 1_000_000_000))
             pthread_cond_timedwait(congested, mutex, &sliceEnd)
             let now = sbx_monotonic_ns()
-            for runner in runners where runner.startedAt != 0 && !runner.demoted
-                && now - runner.startedAt >= sliceNanoseconds {
+            for runner in runners where runner.startedAt != 0 && !runner.demoted {
+                let ran = now - runner.startedAt
+                guard ran >= sliceNanoseconds || (ran >= groupSliceNanoseconds && ready[runner.group].count > 0) else {
+                    continue
+                }
                 runner.demoted = true
                 running -= 1
                 occupied[runner.group] -= 1
