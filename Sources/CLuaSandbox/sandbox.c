@@ -57,9 +57,13 @@ typedef struct block_header {
 // group's collector frees garbage in bursts and the next calls allocate as much again,
 // far more than glibc's per-thread cache (7 blocks a size) holds, so most blocks went
 // through malloc's slower bins, a quarter of the time of a worker's threads running
-// Lua. Only the thread that holds the group allocates in its state, so no lock.
+// Lua. Only the thread that holds the group allocates in its state, so no lock. The pool
+// holds at most SBX_POOL_BYTES, beyond which freed blocks go back to malloc: a block of one
+// class cannot serve another, so a script that filled its memory cap with blocks of one
+// size after another would otherwise leave the worker holding its cap once per class.
 #define SBX_POOL_STEP 16
 #define SBX_POOL_LARGEST 512
+#define SBX_POOL_BYTES (1 << 20)
 typedef struct pooled_block {
     struct pooled_block *next;
 } pooled_block;
@@ -93,6 +97,7 @@ struct sbx_group {
     sbx_ledger base;
     int sealed;
     pooled_block *pool[SBX_POOL_LARGEST / SBX_POOL_STEP + 1];  // by capacity / SBX_POOL_STEP
+    size_t pooled_bytes;
 };
 
 static void group_lock(sbx_group *G) {
@@ -211,6 +216,7 @@ static block_header *block_new(sbx_group *G, size_t bytes) {
     if (capacity && G->pool[capacity / SBX_POOL_STEP]) {
         pooled_block *reused = G->pool[capacity / SBX_POOL_STEP];
         G->pool[capacity / SBX_POOL_STEP] = reused->next;
+        G->pooled_bytes -= capacity;
         block = (block_header *)reused;
     } else {
         block = malloc(capacity ? capacity : bytes);
@@ -220,13 +226,21 @@ static block_header *block_new(sbx_group *G, size_t bytes) {
 }
 
 static void block_release(sbx_group *G, block_header *block) {
-    if (!block->capacity) {
+    if (!block->capacity || G->pooled_bytes + block->capacity > SBX_POOL_BYTES) {
         free(block);
         return;
     }
+    G->pooled_bytes += block->capacity;
     pooled_block *freed = (pooled_block *)block;
     freed->next = G->pool[block->capacity / SBX_POOL_STEP];
     G->pool[block->capacity / SBX_POOL_STEP] = freed;
+}
+
+size_t sbx_group_pooled_bytes(sbx_group *G) {
+    group_lock(G);
+    size_t bytes = G->pooled_bytes;
+    group_unlock(G);
+    return bytes;
 }
 
 /// A block of `bytes` with what `header`'s block holds, in place when the size class

@@ -113,6 +113,30 @@ import TestSupport
         #expect(first.memoryUsed < 2 << 20 && second.memoryUsed < 2 << 20)
     }
 
+    /// The group keeps freed blocks only up to a bound: a script that fills its cap with
+    /// blocks of one size class after another cannot leave the worker holding its cap
+    /// once per class.
+    @Test func thePoolOfFreedBlocksStaysBounded() throws {
+        let group = try SandboxGroup()
+        let churner = try script("""
+            return { churn = function(size)
+              local kept = {}
+              local filler = ('x'):rep(size)
+              for i = 1, 3000 do kept[i] = filler .. i end
+              return #kept
+            end }
+            """, in: group, memoryLimit: 8 << 20)
+        var peak = 0
+        for round in 0..<30 {
+            for size in stride(from: 24, through: 440, by: 16) {
+                _ = try churner.call("churn", [.integer(Int64(size + round % 16))]).get()
+                peak = max(peak, group.pooledBytes)
+            }
+        }
+        #expect(peak > 0)  // blocks are kept for reuse
+        #expect(peak <= 1 << 20)
+    }
+
     @Test func aScriptWaitingInItsHostLetsTheOthersRun() async throws {
         let tracker = ResourceTracker()
         let group = try SandboxGroup(modules: [HostClassTests.module(tracker)])

@@ -110,6 +110,8 @@ sbx_group *sbx_group_open(void *host);
 sbx_state *sbx_group_state(sbx_group *group);
 /// Closes the group; every script of it must be closed first.
 void sbx_group_close(sbx_group *group);
+/// The bytes of freed blocks the group keeps for its next allocations (at most 1 MiB).
+size_t sbx_group_pooled_bytes(sbx_group *group);
 
 /// A new script in `group` whose allocations are capped at `memory_limit` bytes. `host`
 /// is handed back to the host callback. NULL when it cannot be built.
