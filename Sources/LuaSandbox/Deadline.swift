@@ -36,3 +36,9 @@ public enum CallDeadline: Sendable, Hashable {
     /// No deadline (for example a command that waits on a person).
     case unlimited
 }
+
+/// A duration in whole nanoseconds (short ones: the kill grace, the scheduler's slices).
+func nanoseconds(_ duration: Duration) -> Int64 {
+    let (seconds, attoseconds) = duration.components
+    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+}

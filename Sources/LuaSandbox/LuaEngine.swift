@@ -492,8 +492,3 @@ private final class WorkerSlot: Sendable {
         replaced?.finish(self)
     }
 }
-
-private func nanoseconds(_ duration: Duration) -> Int64 {
-    let (seconds, attoseconds) = duration.components
-    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-}

@@ -230,9 +230,6 @@ final class ScriptScheduler: @unchecked Sendable {
     /// waiting scripts in their place. Otherwise it sleeps, so a quiet worker has no timer
     /// running.
     private func demoteLongJobs() -> Never {
-        func nanoseconds(_ duration: Duration) -> Int64 {
-            Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
-        }
         let (sliceNanoseconds, groupSliceNanoseconds) = (nanoseconds(slice), nanoseconds(groupSlice))
         pthread_mutex_lock(mutex)
         while true {
