@@ -1,6 +1,7 @@
 import ArgumentParser
 import HotspotCommandLine
 import FoundationEssentials
+import HotspotNetwork
 import HotspotRuntime
 
 struct Connect: AsyncParsableCommand {
@@ -57,6 +58,8 @@ struct Connect: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // The check of a helper's success probes from this process: libcurl loads meanwhile.
+        if !keeping.probeURLs.isEmpty { BoundHTTPClient.loadLibraryInBackground() }
         let output = EventOutput(json: json)
         let loaded = try await LoadedHelpers.load(scripts, workers: runtimeOptions.workers, output: output)
         defer { loaded.engine.shutdown() }

@@ -2,6 +2,7 @@ import ArgumentParser
 import HotspotCommandLine
 import LuaSandbox
 import ScriptLibraries
+import HotspotNetwork
 
 @main
 struct HotspotHelperCommand: AsyncParsableCommand {
@@ -21,7 +22,10 @@ struct HotspotHelperCommand: AsyncParsableCommand {
         // The engine runs venue scripts in worker processes of this same executable, so a
         // device installs one file, and a statically linked build shares its pages
         // between the daemon and its workers.
-        if SandboxWorker.isLaunchedAsWorker { SandboxWorker.run(modules: ScriptLibraries.modules) }
+        if SandboxWorker.isLaunchedAsWorker {
+            BoundHTTPClient.loadLibraryInBackground()
+            SandboxWorker.run(modules: ScriptLibraries.modules)
+        }
         let devToolsCommands = [Demo.configuration, Dev.configuration, Simulate.configuration].compactMap(\.commandName)
         if let name = CommandLine.arguments.dropFirst().first, devToolsCommands.contains(name) {
             DevTools.replaceProcess(running: Array(CommandLine.arguments.dropFirst()))

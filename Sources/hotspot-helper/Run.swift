@@ -85,6 +85,8 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Connectivity probes and the check of a helper's success run in this process.
+        if !keeping.probeURLs.isEmpty || probeInterval > 0 { BoundHTTPClient.loadLibraryInBackground() }
         let output = EventOutput(json: json)
         var configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
