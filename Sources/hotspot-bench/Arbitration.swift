@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import HotspotRuntime
 import LuaSandbox
 
@@ -33,6 +36,8 @@ private func measureArbitration(helpers count: Int, joins: Int) async throws -> 
     var nobody: [Double] = []
     var high: [Double] = []
     var direct: [Double] = []
+    let workers = bench.engine.workerProcessIDs
+    let cpuAtStart = (supervisor: try processCPUTime(getpid()), workers: try workers.map(processCPUTime))
     for index in 0..<(warmup + joins) {
         try await Task.sleep(for: idle)
         let all = try await decisionTime(bench, unclaimed[index], decided: .authenticated, by: nil)
@@ -45,6 +50,7 @@ private func measureArbitration(helpers count: Int, joins: Int) async throws -> 
         high.append(one)
         direct.append(engine)
     }
+    let cpuAtEnd = (supervisor: try processCPUTime(getpid()), workers: try workers.map(processCPUTime))
     guard bench.probe.failedCommands.load(ordering: .relaxed) == 0 else {
         throw BenchError("\(bench.probe.failedCommands.load(ordering: .relaxed)) commands failed")
     }
@@ -57,6 +63,14 @@ private func measureArbitration(helpers count: Int, joins: Int) async throws -> 
         ? [.init(text: "median ≤ 2 ms", met: all.median <= 2_000_000),
            .init(text: "p99 ≤ 2 ms", met: all.p99 <= 2_000_000)]
         : []
+    // Every join of the three kinds sends one evaluate to each helper.
+    let sent = Double(3 * count * (warmup + joins))
+    let workerCPU = zip(cpuAtEnd.workers, cpuAtStart.workers).map { $0 - $1 }.reduce(0, +)
+    let supervisorCPU = cpuAtEnd.supervisor - cpuAtStart.supervisor
+    let cpu = count == 100 ? [Figure(
+        name: "Evaluate arbitration, \(helpers), CPU per evaluate",
+        result: "worker \(duration(nanoseconds: workerCPU / sent)), supervisor \(duration(nanoseconds: supervisorCPU / sent)) (\(Int(sent)) evaluates sent in the joins above and their baseline's)")]
+        : []
     return [
         Figure(name: "Evaluate arbitration, \(helpers), all answered",
                result: result(all),
@@ -65,7 +79,7 @@ private func measureArbitration(helpers count: Int, joins: Int) async throws -> 
                goals: goals),
         Figure(name: "Evaluate arbitration, \(helpers), one high",
                result: result(one)),
-    ]
+    ] + cpu
 }
 
 /// Joins `ssid` and returns the time from calling `join` to the decision, checking the

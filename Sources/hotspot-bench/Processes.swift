@@ -290,6 +290,20 @@ private func childProcesses(of parent: pid_t) throws -> [pid_t] {
     return children
 }
 
+/// The CPU time a process has used, user and system, in nanoseconds (from /proc/<pid>/stat,
+/// so in clock ticks, 10 ms on Linux: meant for spans of seconds).
+func processCPUTime(_ pid: pid_t) throws -> Double {
+    let stat = try readFile("/proc/\(pid)/stat")
+    // "1234 (name, which may hold spaces and parentheses) S 1200 ...": utime and stime are
+    // the 14th and 15th fields, the 12th and 13th after the name.
+    guard let close = stat.lastIndex(of: ")") else { throw BenchError("no fields in /proc/\(pid)/stat") }
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
+        throw BenchError("no CPU times in /proc/\(pid)/stat")
+    }
+    return (user + system) * 1e9 / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
 private func readFile(_ path: String) throws -> String {
     let descriptor = open(path, O_RDONLY)
     guard descriptor >= 0 else { throw BenchError("cannot open \(path): \(String(cString: strerror(errno)))") }
