@@ -1,8 +1,8 @@
 import ArgumentParser
 import HotspotCommandLine
+import HotspotNetwork
 import LuaSandbox
 import ScriptLibraries
-import HotspotNetwork
 
 @main
 struct HotspotHelperCommand: AsyncParsableCommand {

@@ -85,8 +85,6 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // Connectivity probes and the check of a helper's success run in this process.
-        if !keeping.probeURLs.isEmpty || probeInterval > 0 { BoundHTTPClient.loadLibraryInBackground() }
         let output = EventOutput(json: json)
         var configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
@@ -94,6 +92,9 @@ struct Run: AsyncParsableCommand {
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let engine = try LoadedHelpers.engine(workers: runtimeOptions.workers, output: output)
         defer { engine.shutdown() }
+        // Connectivity probes and the check of a helper's success run in this process (after
+        // the workers start, as in connect).
+        if !keeping.probeURLs.isEmpty || probeInterval > 0 { BoundHTTPClient.loadLibraryInBackground() }
         let catalog = HelperCatalog(path: scripts, engine: engine, retirementDelay: configuration.commandDeadline)
         let firstLoad = await catalog.refresh()
         let helpers = await catalog.helpers
