@@ -29,7 +29,7 @@
 
 // Registry keys of the group (addresses of these statics are unique light userdata).
 // KEY_CLASSES also marks the metatables of host classes.
-static const char KEY_BASE = 0, KEY_HOST = 0, KEY_PUBLIC = 0, KEY_ENTRIES = 0, KEY_CLASSES = 0;
+static const char KEY_BASE = 0, KEY_BASE_LIST = 0, KEY_HOST = 0, KEY_PUBLIC = 0, KEY_ENTRIES = 0, KEY_CLASSES = 0;
 
 /// What one script's allocations come to. Every block names the ledger it is charged to,
 /// so a block freed while another script runs (the collector is the group's) is credited
@@ -806,6 +806,23 @@ static int readonly_for_prelude(lua_State *L) {
 
 // MARK: building the sandbox
 
+/// Copies the table of standard globals into one sequence, each key then its value, for
+/// `reset_globals`: walking it reads an array, where `lua_next` on the table looks each key
+/// up again to find the next. Called, as the group's own code, whenever the table changes.
+static void list_base(lua_State *L) {
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_BASE);
+    lua_newtable(L);
+    lua_Integer count = 0;
+    lua_pushnil(L);
+    while (lua_next(L, -3)) {
+        lua_pushvalue(L, -2);
+        lua_rawseti(L, -4, ++count);  // the key
+        lua_rawseti(L, -3, ++count);  // its value
+    }
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_BASE_LIST);
+    lua_pop(L, 1);
+}
+
 static const char *const base_functions[] = {
     "assert", "error", "getmetatable", "ipairs", "next", "pairs", "rawequal", "rawget",
     "rawlen", "rawset", "select", "tonumber", "tostring", "type", "_VERSION", NULL};
@@ -884,6 +901,7 @@ static int build_base(lua_State *L) {
     lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_HOST);
     lua_newtable(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &KEY_PUBLIC);
+    list_base(L);
     return 0;
 }
 
@@ -1175,6 +1193,7 @@ static int seal(lua_State *L) {
         lua_insert(L, -2);
         lua_rawset(L, base);
     }
+    list_base(L);
     return 0;
 }
 
@@ -1254,11 +1273,11 @@ static int message_handler(lua_State *L) {
 }
 
 static void reset_globals(lua_State *L, int env) {
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_BASE);
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-        lua_pushvalue(L, -2);
-        lua_insert(L, -2);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_BASE_LIST);
+    lua_Integer count = (lua_Integer)lua_rawlen(L, -1);
+    for (lua_Integer i = 1; i < count; i += 2) {
+        lua_rawgeti(L, -1, i);
+        lua_rawgeti(L, -2, i + 1);
         lua_rawset(L, env);
     }
     lua_pop(L, 1);
@@ -1307,6 +1326,7 @@ static int protected_run(lua_State *L) {
             lua_insert(L, -2);
             lua_rawset(L, 3);
         }
+        list_base(L);
         return 0;
     }
     case RUN_SCRIPT:
