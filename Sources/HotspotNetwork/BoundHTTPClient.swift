@@ -52,7 +52,8 @@ public struct BoundHTTPClient: Sendable {
     }
 
     /// Why libcurl cannot be used (not installed, or its initialisation failed), or nil
-    /// once it is loaded and initialised: the first request loads it.
+    /// once it is loaded and initialised: the first request loads it, or waits for what is
+    /// left of `loadLibraryInBackground`'s load.
     static let libcurlFailure: String? = hh_curl_load().map { String(cString: $0) }
 
     /// Starts loading libcurl on a thread of its own, for a process that will make requests

@@ -279,12 +279,8 @@ private func childProcesses(of parent: pid_t) throws -> [pid_t] {
     var children: [pid_t] = []
     while let entry = readdir(directory) {
         let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        guard let pid = pid_t(name), pid != parent,
-              // A process that ended since the listing has no stat any more.
-              let stat = try? readFile("/proc/\(pid)/stat"),
-              // "1234 (name, which may hold spaces and parentheses) S 1200 ...".
-              let close = stat.lastIndex(of: ")") else { continue }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // A process that ended since the listing has no stat any more.
+        guard let pid = pid_t(name), pid != parent, let fields = try? statFields(of: pid) else { continue }
         if fields.count > 1, pid_t(fields[1]) == parent { children.append(pid) }
     }
     return children
@@ -293,15 +289,20 @@ private func childProcesses(of parent: pid_t) throws -> [pid_t] {
 /// The CPU time a process has used, user and system, in nanoseconds (from /proc/<pid>/stat,
 /// so in clock ticks, 10 ms on Linux: meant for spans of seconds).
 func processCPUTime(_ pid: pid_t) throws -> Double {
-    let stat = try readFile("/proc/\(pid)/stat")
-    // "1234 (name, which may hold spaces and parentheses) S 1200 ...": utime and stime are
-    // the 14th and 15th fields, the 12th and 13th after the name.
-    guard let close = stat.lastIndex(of: ")") else { throw BenchError("no fields in /proc/\(pid)/stat") }
-    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    // utime and stime are the 14th and 15th fields, the 12th and 13th after the name.
+    let fields = try statFields(of: pid)
     guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
         throw BenchError("no CPU times in /proc/\(pid)/stat")
     }
     return (user + system) * 1e9 / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// The fields of /proc/<pid>/stat after the process's name: "1234 (name, which may hold
+/// spaces and parentheses) S 1200 ..." gives ["S", "1200", ...].
+private func statFields(of pid: pid_t) throws -> [Substring] {
+    let stat = try readFile("/proc/\(pid)/stat")
+    guard let close = stat.lastIndex(of: ")") else { throw BenchError("no fields in /proc/\(pid)/stat") }
+    return stat[stat.index(after: close)...].split(separator: " ")
 }
 
 private func readFile(_ path: String) throws -> String {

@@ -61,13 +61,13 @@ struct Connect: AsyncParsableCommand {
         let output = EventOutput(json: json)
         let loaded = try await LoadedHelpers.load(scripts, workers: runtimeOptions.workers, output: output)
         defer { loaded.engine.shutdown() }
-        // The check of a helper's success probes from this process: libcurl loads meanwhile.
-        // Not before the workers start: loading sets an environment variable for a moment,
-        // which a worker spawned meanwhile would inherit.
-        if !keeping.probeURLs.isEmpty { BoundHTTPClient.loadLibraryInBackground() }
         var configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
         configuration.verifyAuthentication = !keeping.probeURLs.isEmpty
+        // The check of a helper's success probes from this process: libcurl loads meanwhile.
+        // Not before the workers start: loading sets an environment variable for a moment,
+        // which a worker spawned meanwhile would inherit.
+        if configuration.verifyAuthentication { BoundHTTPClient.loadLibraryInBackground() }
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let runtime = HotspotRuntime(engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,
                                      configuration: configuration, events: output.write)

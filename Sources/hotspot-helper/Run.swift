@@ -94,7 +94,7 @@ struct Run: AsyncParsableCommand {
         defer { engine.shutdown() }
         // Connectivity probes and the check of a helper's success run in this process (after
         // the workers start, as in connect).
-        if !keeping.probeURLs.isEmpty || probeInterval > 0 { BoundHTTPClient.loadLibraryInBackground() }
+        if configuration.verifyAuthentication || probeInterval > 0 { BoundHTTPClient.loadLibraryInBackground() }
         let catalog = HelperCatalog(path: scripts, engine: engine, retirementDelay: configuration.commandDeadline)
         let firstLoad = await catalog.refresh()
         let helpers = await catalog.helpers
