@@ -7,7 +7,8 @@ import LuaSandbox
 /// Figure 6: evaluate arbitration with 1, 10 and 100 helpers, from `join` to the decision
 /// (the transition out of `evaluating`). Two cases: nobody claims the network, so the
 /// runtime waits for every helper's answer; and one helper, in the middle of the load
-/// order, answers `high` and the others are cancelled.
+/// order, answers `high` and the others are cancelled. With 100 helpers, also the floor
+/// under both: the same number of calls with no command in them (`callsAlone`).
 func measureArbitration() async throws -> [Figure] {
     var figures: [Figure] = []
     for count in [1, 10, 100] {
@@ -71,6 +72,7 @@ private func measureArbitration(helpers count: Int, joins: Int) async throws -> 
         name: "Evaluate arbitration, \(helpers), CPU per evaluate",
         result: "worker \(duration(nanoseconds: workerCPU / sent)), supervisor \(duration(nanoseconds: supervisorCPU / sent)) (\(Int(sent)) evaluates sent in the joins above and their baseline's)")]
         : []
+    let floor = count == 100 ? [try await callsAlone(bench, warmup: warmup, joins: joins, idle: idle)] : []
     return [
         Figure(name: "Evaluate arbitration, \(helpers), all answered",
                result: result(all),
@@ -79,7 +81,36 @@ private func measureArbitration(helpers count: Int, joins: Int) async throws -> 
                goals: goals),
         Figure(name: "Evaluate arbitration, \(helpers), one high",
                result: result(one)),
-    ] + cpu
+    ] + cpu + floor
+}
+
+/// The engine's share of the 100-helper join without the command: the baseline's scripts'
+/// `maintain`, which returns a constant, called in every script at once through `callAll`
+/// with no arguments (so no prelude, no command table, no runtime), after the same idle
+/// pause, until all answered; and the CPU both processes used per call over these rounds.
+private func callsAlone(_ bench: RuntimeBench, warmup: Int, joins: Int, idle: Duration) async throws -> Figure {
+    let workers = bench.engine.workerProcessIDs
+    var times: [Double] = []
+    var cpuAtStart = (supervisor: 0.0, workers: [Double]())
+    for index in 0..<(warmup + joins) {
+        try await Task.sleep(for: idle)
+        if index == warmup { cpuAtStart = (try processCPUTime(getpid()), try workers.map(processCPUTime)) }
+        let start = Deadline.now.nanoseconds
+        for await (_, outcome) in bench.engine.callAll(count: bench.direct.count, { ScriptCall(bench.direct[$0], "maintain") }) {
+            guard case .success(let values) = outcome.result, values.first == "success" else {
+                throw BenchError("a call of maintain did not return \"success\": \(outcome.result)")
+            }
+        }
+        if index >= warmup { times.append(nanoseconds(since: start)) }
+    }
+    let calls = Double(bench.direct.count * joins)
+    let workerCPU = zip(try workers.map(processCPUTime), cpuAtStart.workers).map { $0 - $1 }.reduce(0, +)
+    let supervisorCPU = try processCPUTime(getpid()) - cpuAtStart.supervisor
+    let samples = Samples(times)
+    return Figure(
+        name: "Evaluate arbitration, \(bench.direct.count) helpers, the calls alone",
+        result: "median \(duration(nanoseconds: samples.median)), p99 \(duration(nanoseconds: samples.p99)) (n=\(samples.count)); "
+            + "CPU per call: worker \(duration(nanoseconds: workerCPU / calls)), supervisor \(duration(nanoseconds: supervisorCPU / calls))")
 }
 
 /// Joins `ssid` and returns the time from calling `join` to the decision, checking the
