@@ -98,6 +98,10 @@ struct sbx_group {
     int sealed;
     pooled_block *pool[SBX_POOL_LARGEST / SBX_POOL_STEP + 1];  // by capacity / SBX_POOL_STEP
     size_t pooled_bytes;
+    // The collector in idle time (sbx_group_collect_idle): the state's size when it last
+    // finished a cycle there, and whether it is in the middle of one.
+    size_t collected_kb;
+    int collecting_idle;
 };
 
 static void group_lock(sbx_group *G) {
@@ -105,6 +109,16 @@ static void group_lock(sbx_group *G) {
     uint64_t ticket = atomic_fetch_add(&G->next_ticket, 1);
     while (atomic_load(&G->serving) != ticket) pthread_cond_wait(&G->turn, &G->mutex);
     pthread_mutex_unlock(&G->mutex);
+}
+
+/// Takes the lock only if nobody holds it or waits for it.
+static int group_trylock(sbx_group *G) {
+    pthread_mutex_lock(&G->mutex);
+    uint64_t ticket = atomic_load(&G->next_ticket);
+    int free = atomic_load(&G->serving) == ticket;
+    if (free) atomic_store(&G->next_ticket, ticket + 1);
+    pthread_mutex_unlock(&G->mutex);
+    return free;
 }
 
 static void group_unlock(sbx_group *G) {
@@ -234,6 +248,23 @@ static void block_release(sbx_group *G, block_header *block) {
     pooled_block *freed = (pooled_block *)block;
     freed->next = G->pool[block->capacity / SBX_POOL_STEP];
     G->pool[block->capacity / SBX_POOL_STEP] = freed;
+}
+
+int sbx_group_collect_idle(sbx_group *G) {
+    if (!group_trylock(G)) return -1;
+    size_t kb = (size_t)lua_gc(G->L, LUA_GCCOUNT);
+    int more = 0;
+    if (G->collecting_idle || kb >= G->collected_kb + G->collected_kb / 4 + 64) {
+        G->collecting_idle = 1;
+        if (lua_gc(G->L, LUA_GCSTEP, 0)) {
+            G->collecting_idle = 0;
+            G->collected_kb = (size_t)lua_gc(G->L, LUA_GCCOUNT);
+        } else {
+            more = 1;
+        }
+    }
+    group_unlock(G);
+    return more;
 }
 
 size_t sbx_group_pooled_bytes(sbx_group *G) {

@@ -56,6 +56,14 @@ private final class Groups: Sendable {
 
     init(count: Int) { self.count = count }
 
+    /// A step of each built state's collector (see `SandboxGroup.collectGarbageStep`).
+    func collectGarbageStep() -> ScriptScheduler.IdleProgress {
+        let built = groups.withLock { Array($0.values) }
+        let steps = built.map { $0.collectGarbageStep() }
+        if steps.contains(.more) { return .more }
+        return steps.contains(.blocked) ? .blocked : .done
+    }
+
     func group(_ index: Int, modules: [HostModule], prelude: ScriptSource?) throws(LuaScriptError) -> SandboxGroup {
         if let group = groups.withLock({ $0[index] }) { return group }
         // Built outside the lock (running the prelude takes a while); the first one kept wins.
@@ -86,7 +94,7 @@ private final class Worker: Sendable {
     let modules: [HostModule]
     let outbox = PlainLock(Outbox())
     let requests = PlainLock(RequestBook())
-    let scheduler = ScriptScheduler()
+    let scheduler: ScriptScheduler
     let groups: Groups
 
     /// Time allowed to rebuild a script's state after it overran or hit its memory cap;
@@ -95,7 +103,12 @@ private final class Worker: Sendable {
 
     init(modules: [HostModule]) {
         self.modules = modules
-        groups = Groups(count: scheduler.width)
+        let width = Int(sbx_available_cores())
+        let groups = Groups(count: width)
+        self.groups = groups
+        // Garbage is collected while the worker is quiet, so a burst of calls (a join's
+        // evaluate to every helper) finds it gone and runs no collection steps itself.
+        scheduler = ScriptScheduler(width: width, idleWork: { groups.collectGarbageStep() })
     }
 
     /// Reads frames until the supervisor closes the socket. Each script's work runs in its

@@ -311,6 +311,17 @@ public final class SandboxGroup: @unchecked Sendable {
     let modules: [HostModule]
     private let registry: HostRegistry
 
+    /// One step of the collector for a worker with nothing else to do (see
+    /// `sbx_group_collect_idle`): whether the cycle goes on, is done, or must wait because a
+    /// script holds the state.
+    func collectGarbageStep() -> ScriptScheduler.IdleProgress {
+        switch sbx_group_collect_idle(group) {
+        case 1: .more
+        case 0: .done
+        default: .blocked
+        }
+    }
+
     /// The bytes of freed blocks the group keeps for its next allocations (bounded).
     var pooledBytes: Int { Int(sbx_group_pooled_bytes(group)) }
 

@@ -37,12 +37,21 @@ final class ScriptScheduler: @unchecked Sendable {
         var group = 0
     }
 
+    /// Where work for the quiet moments stands: more to do, done, or unable to go on until
+    /// a job has run.
+    enum IdleProgress { case more, done, blocked }
+
     let width: Int
     let slice: Duration
     /// How long a job keeps its group while other lanes of the group wait: as long as a
     /// script keeps a shared state another script waits for (the count hook hands it over
     /// after 1 ms), and a job waiting in a host call has let the state go anyway.
     let groupSlice: Duration
+    /// Work for the quiet moments (the worker's garbage collection): called step after step
+    /// on a runner thread once nothing has run for `idleDelay` after a job, until it is done
+    /// or blocked or a job is queued. Jobs then start within one step.
+    private let idleWork: (() -> IdleProgress)?
+    let idleDelay: Duration
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let workArrived = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let congested = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -65,13 +74,20 @@ final class ScriptScheduler: @unchecked Sendable {
     private var monitorStarted = false
     /// The monitor waits, untimed, until scripts wait for room or for their group.
     private var monitorAsleep = false
+    /// A job ran since the idle work was last done or blocked; and whether a runner is
+    /// waiting out the delay or doing the idle work.
+    private var idleWorkDue = false
+    private var idleWorker = false
 
     /// Lanes of `width` groups (`Lane.group` in `0..<width`) run on up to `width` threads.
     init(width: Int = Int(sbx_available_cores()), slice: Duration = .milliseconds(5),
-         groupSlice: Duration = .milliseconds(1)) {
+         groupSlice: Duration = .milliseconds(1), idleDelay: Duration = .milliseconds(5),
+         idleWork: (() -> IdleProgress)? = nil) {
         self.width = max(1, width)
         self.slice = slice
         self.groupSlice = groupSlice
+        self.idleDelay = idleDelay
+        self.idleWork = idleWork
         ready = Array(repeating: FirstInFirstOut(), count: self.width)
         occupied = Array(repeating: 0, count: self.width)
         pthread_mutex_init(mutex, nil)
@@ -216,12 +232,44 @@ final class ScriptScheduler: @unchecked Sendable {
                 } else {
                     lane.scheduled = false
                 }
+                idleWorkDue = idleWork != nil
                 continue
             }
             idle += 1
-            pthread_cond_wait(workArrived, mutex)
+            if let idleWork, idleWorkDue, !idleWorker, running == 0, readyCount == 0 {
+                // Counted as idle throughout: it sees a queued job within one step and
+                // takes it itself.
+                idleWorker = true
+                if waitForWork(upTo: idleDelay) == ETIMEDOUT { workWhileIdle(idleWork) }
+                idleWorker = false
+            } else {
+                pthread_cond_wait(workArrived, mutex)
+            }
             idle -= 1
             if signalled > 0 { signalled -= 1 }
+        }
+    }
+
+    /// Lock held: waits for a signal or until `duration` has passed.
+    private func waitForWork(upTo duration: Duration) -> Int32 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let at = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) + nanoseconds(duration)
+        var until = timespec(tv_sec: Int(at / 1_000_000_000), tv_nsec: Int(at % 1_000_000_000))
+        return pthread_cond_timedwait(workArrived, mutex, &until)
+    }
+
+    /// Lock held, and released while each step runs: steps until the work is done or
+    /// blocked, or a job is queued.
+    private func workWhileIdle(_ work: () -> IdleProgress) {
+        while readyCount == 0 {
+            pthread_mutex_unlock(mutex)
+            let progress = work()
+            pthread_mutex_lock(mutex)
+            if progress != .more {
+                idleWorkDue = false
+                return
+            }
         }
     }
 

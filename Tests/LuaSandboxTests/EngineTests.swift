@@ -61,6 +61,29 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         #expect(runtime?.location == "top.lua:2")
     }
 
+    /// A worker with nothing to run collects the garbage its scripts left (so the next burst
+    /// of calls runs no collection steps of its own): what a call dropped is freed soon after
+    /// the worker goes quiet, where the collector alone would wait for more allocations.
+    @Test func aQuietWorkerCollectsTheGarbageScriptsLeft() async throws {
+        let engine = try makeEngine(workers: 1)
+        let script = try await engine.load(ScriptSource(path: "litter.lua", text: """
+            return {
+                litter = function() local kept = {} for i = 1, 20000 do kept[i] = { i } end return collectgarbage("count") end,
+                kilobytes = function() return collectgarbage("count") end,
+            }
+            """))
+        // Counted as the call ends, while its table still holds the litter: a worker quiet
+        // for a moment under a loaded machine may collect it before a second call could.
+        let littered = try #require(try await engine.call(script, "litter").get().first?.numberValue)
+        var now = littered
+        for _ in 0..<100 where now > littered / 2 {
+            try await Task.sleep(for: .milliseconds(20))
+            now = try #require(try await engine.call(script, "kilobytes").get().first?.numberValue)
+        }
+        #expect(littered > 1000, "the litter should hold more than 1 MiB until it is collected")
+        #expect(now < littered / 2, "\(now) KiB still charged to the script, \(littered) KiB after littering")
+    }
+
     @Test func aLoadThatNeverEndsIsStopped() async throws {
         let engine = try makeEngine()
         let error = await #expect(throws: LuaScriptError.self) {

@@ -29,6 +29,41 @@ import Testing
         }
     }
 
+    /// The idle work (the worker's garbage collection) runs in steps once nothing has run for
+    /// the delay after a job, stops when it is done, and gives way within a step to a job
+    /// queued meanwhile.
+    @Test func idleWorkRunsAfterTheDelayAndGivesWayToJobs() {
+        let steps = Atomic<Int>(0)
+        let stepsBeforeDone = Atomic<Int>(5)
+        let stepping = Gate()
+        let scheduler = ScriptScheduler(width: 1, idleDelay: .milliseconds(20)) {
+            let step = steps.add(1, ordering: .relaxed).newValue
+            if step == 1 { stepping.open() }
+            usleep(1000)
+            return step >= stepsBeforeDone.load(ordering: .relaxed) ? .done : .more
+        }
+        let lane = ScriptScheduler.Lane(group: 0)
+        let ran = Gate()
+        scheduler.enqueue({ ran.open() }, on: lane)
+        #expect(ran.wait())
+        #expect(stepping.wait(), "the idle work should start after the delay")
+        usleep(200_000)
+        #expect(steps.load(ordering: .relaxed) == 5, "the idle work should stop once done")
+
+        // Idle work that never finishes by itself still lets a job in, then goes on.
+        stepsBeforeDone.store(.max, ordering: .relaxed)
+        scheduler.enqueue({ ran.open() }, on: lane)
+        #expect(ran.wait())
+        usleep(100_000)
+        let stepsBeforeTheJob = steps.load(ordering: .relaxed)
+        #expect(stepsBeforeTheJob > 5, "a job should make the idle work due again")
+        let start = Deadline.now
+        scheduler.enqueue({ ran.open() }, on: lane)
+        #expect(ran.wait())
+        #expect(milliseconds(since: start) < 500, "a job queued during the idle work should start within a step")
+        stepsBeforeDone.store(0, ordering: .relaxed)  // the scheduler's thread outlives the test
+    }
+
     /// Two threads, two groups: while a job holds group 0, the free thread takes the lane of
     /// group 1 that came after a second lane of group 0, instead of waiting on group 0's state.
     @Test func aFreeThreadTakesAnotherGroupsLaneBeforeOneOfABusyGroup() {
