@@ -113,8 +113,8 @@ void sbx_group_close(sbx_group *group);
 /// The bytes of freed blocks the group keeps for its next allocations (at most 1 MiB).
 size_t sbx_group_pooled_bytes(sbx_group *group);
 /// One step of the collector in the group's state, for a worker with nothing else to do,
-/// once the state has grown by a quarter since the collector last finished a cycle there
-/// (or while such a cycle is under way): so that the next calls find their garbage
+/// once the state has grown by a quarter (and at least 64 KiB) since the collector last
+/// finished a cycle there (or while such a cycle is under way): so that the next calls find their garbage
 /// collected and run no collection steps themselves. Never waits: -1 when a script holds
 /// the group or waits for it; else 1 while the cycle goes on, 0 when there is nothing to do.
 int sbx_group_collect_idle(sbx_group *group);
