@@ -252,11 +252,16 @@ final class ScriptScheduler: @unchecked Sendable {
 
     /// Lock held: waits for a signal or until `duration` has passed.
     private func waitForWork(upTo duration: Duration) -> Int32 {
+        var until = Self.monotonicTime(after: nanoseconds(duration))
+        return pthread_cond_timedwait(workArrived, mutex, &until)
+    }
+
+    /// CLOCK_MONOTONIC (the condition variables' clock) `delay` nanoseconds from now.
+    private static func monotonicTime(after delay: Int64) -> timespec {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
-        let at = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) + nanoseconds(duration)
-        var until = timespec(tv_sec: Int(at / 1_000_000_000), tv_nsec: Int(at % 1_000_000_000))
-        return pthread_cond_timedwait(workArrived, mutex, &until)
+        let at = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) + delay
+        return timespec(tv_sec: Int(at / 1_000_000_000), tv_nsec: Int(at % 1_000_000_000))
     }
 
     /// Lock held, and released while each step runs: steps until the work is done or
@@ -288,11 +293,7 @@ final class ScriptScheduler: @unchecked Sendable {
                 continue
             }
             let groupWaits = (0..<width).contains { occupied[$0] > 0 && ready[$0].count > 0 }
-            var sliceEnd = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &sliceEnd)
-            let at = Int64(sliceEnd.tv_sec) * 1_000_000_000 + Int64(sliceEnd.tv_nsec)
-                + min(sliceNanoseconds, groupWaits ? groupSliceNanoseconds : .max)
-            sliceEnd = timespec(tv_sec: Int(at / 1_000_000_000), tv_nsec: Int(at % 1_000_000_000))
+            var sliceEnd = Self.monotonicTime(after: min(sliceNanoseconds, groupWaits ? groupSliceNanoseconds : .max))
             pthread_cond_timedwait(congested, mutex, &sliceEnd)
             let now = sbx_monotonic_ns()
             for runner in runners where runner.startedAt != 0 && !runner.demoted {

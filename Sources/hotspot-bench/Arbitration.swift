@@ -38,7 +38,7 @@ private func measureArbitration(helpers count: Int, joins: Int) async throws -> 
     var high: [Double] = []
     var direct: [Double] = []
     let workers = bench.engine.workerProcessIDs
-    let cpuAtStart = (supervisor: try processCPUTime(getpid()), workers: try workers.map(processCPUTime))
+    let cpuAtStart = try CPUUse.now(workers: workers)
     for index in 0..<(warmup + joins) {
         try await Task.sleep(for: idle)
         let all = try await decisionTime(bench, unclaimed[index], decided: .authenticated, by: nil)
@@ -51,7 +51,7 @@ private func measureArbitration(helpers count: Int, joins: Int) async throws -> 
         high.append(one)
         direct.append(engine)
     }
-    let cpuAtEnd = (supervisor: try processCPUTime(getpid()), workers: try workers.map(processCPUTime))
+    let cpuAtEnd = try CPUUse.now(workers: workers)
     guard bench.probe.failedCommands.load(ordering: .relaxed) == 0 else {
         throw BenchError("\(bench.probe.failedCommands.load(ordering: .relaxed)) commands failed")
     }
@@ -66,11 +66,9 @@ private func measureArbitration(helpers count: Int, joins: Int) async throws -> 
         : []
     // Every join of the three kinds sends one evaluate to each helper.
     let sent = Double(3 * count * (warmup + joins))
-    let workerCPU = zip(cpuAtEnd.workers, cpuAtStart.workers).map { $0 - $1 }.reduce(0, +)
-    let supervisorCPU = cpuAtEnd.supervisor - cpuAtStart.supervisor
     let cpu = count == 100 ? [Figure(
         name: "Evaluate arbitration, \(helpers), CPU per evaluate",
-        result: "worker \(duration(nanoseconds: workerCPU / sent)), supervisor \(duration(nanoseconds: supervisorCPU / sent)) (\(Int(sent)) evaluates sent in the joins above and their baseline's)")]
+        result: "\(cpuAtEnd.perItem(since: cpuAtStart, count: sent)) (\(Int(sent)) evaluates sent in the joins above and their baseline's)")]
         : []
     let floor = count == 100 ? [try await callsAlone(bench, warmup: warmup, joins: joins, idle: idle)] : []
     return [
@@ -91,10 +89,10 @@ private func measureArbitration(helpers count: Int, joins: Int) async throws -> 
 private func callsAlone(_ bench: RuntimeBench, warmup: Int, joins: Int, idle: Duration) async throws -> Figure {
     let workers = bench.engine.workerProcessIDs
     var times: [Double] = []
-    var cpuAtStart = (supervisor: 0.0, workers: [Double]())
+    var cpuAtStart = CPUUse(supervisor: 0, workers: 0)
     for index in 0..<(warmup + joins) {
         try await Task.sleep(for: idle)
-        if index == warmup { cpuAtStart = (try processCPUTime(getpid()), try workers.map(processCPUTime)) }
+        if index == warmup { cpuAtStart = try CPUUse.now(workers: workers) }
         let start = Deadline.now.nanoseconds
         for await (_, outcome) in bench.engine.callAll(count: bench.direct.count, { ScriptCall(bench.direct[$0], "maintain") }) {
             guard case .success(let values) = outcome.result, values.first == "success" else {
@@ -103,14 +101,12 @@ private func callsAlone(_ bench: RuntimeBench, warmup: Int, joins: Int, idle: Du
         }
         if index >= warmup { times.append(nanoseconds(since: start)) }
     }
-    let calls = Double(bench.direct.count * joins)
-    let workerCPU = zip(try workers.map(processCPUTime), cpuAtStart.workers).map { $0 - $1 }.reduce(0, +)
-    let supervisorCPU = try processCPUTime(getpid()) - cpuAtStart.supervisor
+    let cpu = try CPUUse.now(workers: workers).perItem(since: cpuAtStart, count: Double(bench.direct.count * joins))
     let samples = Samples(times)
     return Figure(
         name: "Evaluate arbitration, \(bench.direct.count) helpers, the calls alone",
         result: "median \(duration(nanoseconds: samples.median)), p99 \(duration(nanoseconds: samples.p99)) (n=\(samples.count)); "
-            + "CPU per call: worker \(duration(nanoseconds: workerCPU / calls)), supervisor \(duration(nanoseconds: supervisorCPU / calls))")
+            + "CPU per call: \(cpu)")
 }
 
 /// Joins `ssid` and returns the time from calling `join` to the decision, checking the

@@ -297,6 +297,22 @@ func processCPUTime(_ pid: pid_t) throws -> Double {
     return (user + system) * 1e9 / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
+/// The CPU time, in nanoseconds, that the bench's own process (the supervisor) and an
+/// engine's worker processes have used so far.
+struct CPUUse {
+    let supervisor: Double
+    let workers: Double
+
+    static func now(workers: [pid_t]) throws -> CPUUse {
+        CPUUse(supervisor: try processCPUTime(getpid()), workers: try workers.map(processCPUTime).reduce(0, +))
+    }
+
+    /// What was used between `start` and this, per item of `count`.
+    func perItem(since start: CPUUse, count: Double) -> String {
+        "worker \(duration(nanoseconds: (workers - start.workers) / count)), supervisor \(duration(nanoseconds: (supervisor - start.supervisor) / count))"
+    }
+}
+
 /// The fields of /proc/<pid>/stat after the process's name: "1234 (name, which may hold
 /// spaces and parentheses) S 1200 ..." gives ["S", "1200", ...].
 private func statFields(of pid: pid_t) throws -> [Substring] {
