@@ -18,3 +18,8 @@ int sbx_available_cores(void) {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     return online > 0 ? (int)online : 1;
 }
+
+int sbx_make_thread_batch(void) {
+    struct sched_param parameters = {.sched_priority = 0};
+    return sched_setscheduler(0, SCHED_BATCH, &parameters);
+}

@@ -199,6 +199,9 @@ final class ScriptScheduler: @unchecked Sendable {
     /// the width, else wait for work.
     private func runJobs() -> Never {
         let me = Runner()
+        // A woken runner waits for a free core instead of taking the core of the thread that
+        // woke it: that thread is queuing more jobs (docs/PERFORMANCE.md, session 12).
+        _ = sbx_make_thread_batch()
         pthread_mutex_lock(mutex)
         runners.append(me)
         if !monitorStarted {

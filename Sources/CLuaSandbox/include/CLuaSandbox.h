@@ -190,4 +190,10 @@ int sbx_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
 /// The cores this process may run on: its affinity mask (CPU_COUNT is a macro).
 int sbx_available_cores(void);
 
+/// Puts the calling thread in the SCHED_BATCH class: when another thread wakes it, it
+/// does not preempt the waker (which goes on, say, reading more frames) but waits for a
+/// free core or the waker's turn to end. 0, or -1 with errno set (SCHED_BATCH needs
+/// _GNU_SOURCE, which Swift's Glibc module does not define).
+int sbx_make_thread_batch(void);
+
 #endif
