@@ -72,7 +72,7 @@ public actor HotspotRuntime {
         var helper: String?
         var retryDelay: Duration?
         /// Names this session's cookie jars in the workers: a new session starts empty.
-        let cookieSession = UUID().uuidString
+        let cookieSession: String
         /// When the pending maintain or retry comes.
         var due: Due?
         /// Reading the network's Captive Portal API to bring its maintain forward.
@@ -91,6 +91,10 @@ public actor HotspotRuntime {
     private nonisolated let engine: LuaEngine
     nonisolated let emit: @Sendable (HotspotEvent) -> Void
     private var sessions: [String: Session] = [:]
+    /// Cookie sessions are this runtime's random prefix and a count: unique in its workers,
+    /// without reading the system's random source at every join.
+    private let cookieSessionPrefix = UUID().uuidString
+    private var cookieSessionCount = 0
     /// One alarm for every session's maintain or retry: it sleeps until the earliest, so
     /// scheduling a later one (each maintain does) starts no task and wakes nothing.
     private var alarm: Task<Void, Never>?
@@ -129,7 +133,8 @@ public actor HotspotRuntime {
     @discardableResult
     public func join(_ network: NetworkDescription) async -> HotspotState {
         clearTimer(network.ssid)
-        sessions[network.ssid] = Session(network: network)
+        cookieSessionCount += 1
+        sessions[network.ssid] = Session(network: network, cookieSession: "\(cookieSessionPrefix)-\(cookieSessionCount)")
         return await start(network.ssid)
     }
 
