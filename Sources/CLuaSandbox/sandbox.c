@@ -64,6 +64,8 @@ typedef struct block_header {
 #define SBX_POOL_STEP 16
 #define SBX_POOL_LARGEST 512
 #define SBX_POOL_BYTES (1 << 20)
+// Scripts whose globals a quiet worker restores in one step, between which a call can start.
+#define SBX_RESTORES_PER_STEP 8
 typedef struct pooled_block {
     struct pooled_block *next;
 } pooled_block;
@@ -83,6 +85,12 @@ struct sbx_state {
     sbx_buffer host_results;     // here so a Lua error cannot leak them
     uint32_t log_records;
     int64_t entered_ns;  // when it last took its group
+    // Its standard globals are restored before a call only if a run since they were last
+    // restored may have changed them; a quiet worker restores them ahead of the next call
+    // (sbx_group_tidy_idle), from the group's list of scripts that ran.
+    int globals_changed;
+    int awaiting_restore;  // on the group's `unrestored` list
+    struct sbx_state *next_unrestored;
 };
 
 struct sbx_group {
@@ -98,10 +106,11 @@ struct sbx_group {
     int sealed;
     pooled_block *pool[SBX_POOL_LARGEST / SBX_POOL_STEP + 1];  // by capacity / SBX_POOL_STEP
     size_t pooled_bytes;
-    // The collector in idle time (sbx_group_collect_idle): the state's size when it last
+    // The collector in idle time (sbx_group_tidy_idle): the state's size when it last
     // finished a cycle there, and whether it is in the middle of one.
     size_t collected_kb;
     int collecting_idle;
+    sbx_state *unrestored;  // scripts that ran since their globals were last restored
 };
 
 static void group_lock(sbx_group *G) {
@@ -250,17 +259,21 @@ static void block_release(sbx_group *G, block_header *block) {
     G->pool[block->capacity / SBX_POOL_STEP] = freed;
 }
 
-int sbx_group_collect_idle(sbx_group *G) {
+static int restore_some(sbx_group *G, int count);
+
+int sbx_group_tidy_idle(sbx_group *G) {
     if (!group_trylock(G)) return -1;
-    size_t kb = (size_t)lua_gc(G->L, LUA_GCCOUNT);
-    int more = 0;
-    if (G->collecting_idle || kb >= G->collected_kb + G->collected_kb / 4 + 64) {
-        G->collecting_idle = 1;
-        if (lua_gc(G->L, LUA_GCSTEP, 0)) {
-            G->collecting_idle = 0;
-            G->collected_kb = (size_t)lua_gc(G->L, LUA_GCCOUNT);
-        } else {
-            more = 1;
+    int more = restore_some(G, SBX_RESTORES_PER_STEP);
+    if (!more) {
+        size_t kb = (size_t)lua_gc(G->L, LUA_GCCOUNT);
+        if (G->collecting_idle || kb >= G->collected_kb + G->collected_kb / 4 + 64) {
+            G->collecting_idle = 1;
+            if (lua_gc(G->L, LUA_GCSTEP, 0)) {
+                G->collecting_idle = 0;
+                G->collected_kb = (size_t)lua_gc(G->L, LUA_GCCOUNT);
+            } else {
+                more = 1;
+            }
         }
     }
     group_unlock(G);
@@ -1039,6 +1052,12 @@ void sbx_close(sbx_state *S) {
     if (!S) return;
     sbx_group *G = S->G;
     group_lock(G);
+    for (sbx_state **link = &G->unrestored; *link; link = &(*link)->next_unrestored) {
+        if (*link == S) {
+            *link = S->next_unrestored;
+            break;
+        }
+    }
     // What the script held becomes garbage; its blocks stay charged to its ledger until
     // the collector frees them. Its host objects are its host's to release now.
     int refs[] = {S->thread_ref, S->env_ref, S->exports_ref, S->objects_ref, S->classes_ref};
@@ -1058,6 +1077,13 @@ void sbx_interrupt(sbx_state *S) { atomic_store(&S->interrupted, 1); }
 int64_t sbx_deadline(const sbx_state *S) { return S->deadline_ns; }
 int sbx_interrupted(const sbx_state *S) { return atomic_load((atomic_int *)&S->interrupted); }
 size_t sbx_memory_used(const sbx_state *S) { return S->ledger->used; }
+
+int sbx_globals_changed(sbx_state *S) {
+    group_lock(S->G);
+    int changed = S->globals_changed;
+    group_unlock(S->G);
+    return changed;
+}
 
 // MARK: host functions
 
@@ -1316,6 +1342,40 @@ static void reset_globals(lua_State *L, int env) {
     lua_setfield(L, env, LUA_GNAME);
 }
 
+/// Group lock held, after a run: the script's globals may have changed.
+static void note_globals_changed(sbx_state *S) {
+    S->globals_changed = 1;
+    if (S->awaiting_restore) return;
+    S->awaiting_restore = 1;
+    S->next_unrestored = S->G->unrestored;
+    S->G->unrestored = S;
+}
+
+static int restore_globals(lua_State *L) {
+    sbx_state *S = lua_touserdata(L, 1);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, S->env_ref);
+    reset_globals(L, lua_gettop(L));
+    return 0;
+}
+
+/// Group lock held: restores the globals of up to `count` scripts that ran; whether more
+/// wait. A restore that fails (the script at its memory cap) is left to its next call.
+static int restore_some(sbx_group *G, int count) {
+    while (G->unrestored && count-- > 0) {
+        sbx_state *S = G->unrestored;
+        G->unrestored = S->next_unrestored;
+        S->awaiting_restore = 0;
+        if (!S->globals_changed) continue;
+        G->current = S;  // what the restore allocates is the script's
+        lua_pushcfunction(G->L, restore_globals);
+        lua_pushlightuserdata(G->L, S);
+        if (lua_pcall(G->L, 1, 0, 0) == LUA_OK) S->globals_changed = 0;
+        lua_settop(G->L, 0);
+        G->current = NULL;
+    }
+    return G->unrestored != NULL;
+}
+
 static int run_chunk(lua_State *L, run_request *rq, int env) {
     int status = luaL_loadbufferx(L, rq->source, rq->source_length, rq->chunk_name, rq->binary ? "b" : "t");
     if (status != LUA_OK) {
@@ -1363,14 +1423,18 @@ static int protected_run(lua_State *L) {
     case RUN_SCRIPT:
         lua_rawgeti(L, LUA_REGISTRYINDEX, S->env_ref);  // 1: the script's globals
         reset_globals(L, 1);
+        S->globals_changed = 0;
         if (!run_chunk(L, rq, 1)) return 0;
         lua_call(L, 0, 1);
         if (S->exports_ref == LUA_NOREF) S->exports_ref = luaL_ref(L, LUA_REGISTRYINDEX);
         else lua_rawseti(L, LUA_REGISTRYINDEX, S->exports_ref);
         return 0;
     default: {
-        lua_rawgeti(L, LUA_REGISTRYINDEX, S->env_ref);
-        reset_globals(L, 1);
+        if (S->globals_changed) {
+            lua_rawgeti(L, LUA_REGISTRYINDEX, S->env_ref);
+            reset_globals(L, 1);
+            S->globals_changed = 0;
+        }
         lua_settop(L, 0);
         int nargs = 0;
         if (lua_rawgetp(L, LUA_REGISTRYINDEX, &KEY_ENTRIES) == LUA_TTABLE &&
@@ -1434,8 +1498,12 @@ static void run(sbx_state *S, run_request *rq, int64_t deadline_ns, sbx_outcome 
     if (lua_checkstack(L, SBX_IDLE_STACK_SLOTS)) lua_settop(L, SBX_IDLE_STACK_SLOTS);
     S->deadline_ns = 0;
     S->outcome = NULL;
-    if (own) group_unlock(G);
-    else leave(S);
+    if (own) {
+        group_unlock(G);
+    } else {
+        note_globals_changed(S);
+        leave(S);
+    }
 }
 
 void sbx_run_prelude(sbx_group *G, const char *chunk_name, const char *source,

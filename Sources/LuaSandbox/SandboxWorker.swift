@@ -56,10 +56,10 @@ private final class Groups: Sendable {
 
     init(count: Int) { self.count = count }
 
-    /// A step of each built state's collector (see `SandboxGroup.collectGarbageStep`).
-    func collectGarbageStep() -> ScriptScheduler.IdleProgress {
+    /// A step of each built state's idle work (see `SandboxGroup.tidyStep`).
+    func tidyStep() -> ScriptScheduler.IdleProgress {
         let built = groups.withLock { Array($0.values) }
-        let steps = built.map { $0.collectGarbageStep() }
+        let steps = built.map { $0.tidyStep() }
         if steps.contains(.more) { return .more }
         return steps.contains(.blocked) ? .blocked : .done
     }
@@ -106,9 +106,9 @@ private final class Worker: Sendable {
         let width = Int(sbx_available_cores())
         let groups = Groups(count: width)
         self.groups = groups
-        // Garbage is collected while the worker is quiet, so a burst of calls (a join's
-        // evaluate to every helper) finds it gone and runs no collection steps itself.
-        scheduler = ScriptScheduler(width: width, idleWork: { groups.collectGarbageStep() })
+        // Scripts' standard globals are restored and garbage is collected while the worker
+        // is quiet, so a burst of calls (a join's evaluate to every helper) finds both done.
+        scheduler = ScriptScheduler(width: width, idleWork: { groups.tidyStep() })
     }
 
     /// Reads frames until the supervisor closes the socket. Each script's work runs in its

@@ -311,11 +311,12 @@ public final class SandboxGroup: @unchecked Sendable {
     let modules: [HostModule]
     private let registry: HostRegistry
 
-    /// One step of the collector for a worker with nothing else to do (see
-    /// `sbx_group_collect_idle`): whether the cycle goes on, is done, or must wait because a
+    /// One step of the work a worker with nothing else to do spends on the next calls
+    /// (see `sbx_group_tidy_idle`): restoring the standard globals of scripts that ran, then
+    /// collecting garbage. Whether there is more, it is done, or it must wait because a
     /// script holds the state.
-    func collectGarbageStep() -> ScriptScheduler.IdleProgress {
-        switch sbx_group_collect_idle(group) {
+    func tidyStep() -> ScriptScheduler.IdleProgress {
+        switch sbx_group_tidy_idle(group) {
         case 1: .more
         case 0: .done
         default: .blocked
@@ -442,6 +443,9 @@ public final class SandboxedState {
     }
 
     public var memoryUsed: Int { sbx_memory_used(state) }
+
+    /// Whether the next call restores the standard globals first (see `SandboxGroup.tidyStep`).
+    var standardGlobalsChanged: Bool { sbx_globals_changed(state) != 0 }
 
     /// Host objects the state holds that were not released yet.
     var liveObjectCount: Int { registry.liveObjectCount }

@@ -47,9 +47,9 @@ final class ScriptScheduler: @unchecked Sendable {
     /// script keeps a shared state another script waits for (the count hook hands it over
     /// after 1 ms), and a job waiting in a host call has let the state go anyway.
     let groupSlice: Duration
-    /// Work for the quiet moments (the worker's garbage collection): called step after step
-    /// on a runner thread once nothing has run for `idleDelay` after a job, until it is done
-    /// or blocked or a job is queued. Jobs then start within one step.
+    /// Work for the quiet moments (the worker's tidying, `SandboxGroup.tidyStep`): called
+    /// step after step on a runner thread once nothing has run for `idleDelay` after a job,
+    /// until it is done or blocked or a job is queued. Jobs then start within one step.
     private let idleWork: (() -> IdleProgress)?
     let idleDelay: Duration
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)

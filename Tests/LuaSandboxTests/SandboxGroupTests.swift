@@ -28,6 +28,25 @@ import TestSupport
         #expect(error.message.contains("no function 'visit'"))
     }
 
+    /// What a call does to its script's standard globals ends with it: they are restored as
+    /// the next call starts, or before, by a worker with nothing else to do.
+    @Test func aScriptsStandardGlobalsComeBackForItsNextCall() throws {
+        let group = try SandboxGroup()
+        let venue = try script("""
+            return {
+              spoil = function() kept = 'mine' print, string, type = nil, 1, nil _G = nil end,
+              look = function() return type(print), type(string), rawequal(_G, _ENV), kept end,
+            }
+            """, in: group)
+        _ = try venue.call("spoil").get()
+        #expect(try venue.call("look").get() == ["function", "userdata", true, "mine"])
+        _ = try venue.call("spoil").get()
+        #expect(venue.standardGlobalsChanged)
+        while group.tidyStep() == .more {}
+        #expect(!venue.standardGlobalsChanged)
+        #expect(try venue.call("look").get() == ["function", "userdata", true, "mine"])
+    }
+
     /// Threats 15 and 16 of the catalogue, with the bystander in the attacker's state.
     @Test func aScriptCannotChangeWhatAnotherOfItsGroupSees() throws {
         let group = try SandboxGroup()

@@ -112,12 +112,14 @@ sbx_state *sbx_group_state(sbx_group *group);
 void sbx_group_close(sbx_group *group);
 /// The bytes of freed blocks the group keeps for its next allocations (at most 1 MiB).
 size_t sbx_group_pooled_bytes(sbx_group *group);
-/// One step of the collector in the group's state, for a worker with nothing else to do,
-/// once the state has grown by a quarter (and at least 64 KiB) since the collector last
-/// finished a cycle there (or while such a cycle is under way): so that the next calls find their garbage
+/// One step of the work a worker with nothing else to do spends on its next calls: first
+/// restoring the standard globals of a few scripts that ran since theirs were restored
+/// (so their next calls need not), then one step of the collector, once the state has
+/// grown by a quarter (and at least 64 KiB) since the collector last finished a cycle
+/// there (or while such a cycle is under way), so that the next calls find their garbage
 /// collected and run no collection steps themselves. Never waits: -1 when a script holds
-/// the group or waits for it; else 1 while the cycle goes on, 0 when there is nothing to do.
-int sbx_group_collect_idle(sbx_group *group);
+/// the group or waits for it; else 1 while there is more to do, 0 when there is nothing.
+int sbx_group_tidy_idle(sbx_group *group);
 
 /// A new script in `group` whose allocations are capped at `memory_limit` bytes. `host`
 /// is handed back to the host callback. NULL when it cannot be built.
@@ -174,6 +176,10 @@ void sbx_log(sbx_state *state, int level, const char *message, size_t length);
 
 /// Bytes currently charged to the script.
 size_t sbx_memory_used(const sbx_state *state);
+
+/// Whether the script ran since its standard globals were last restored, so that its next
+/// call restores them first (unless a quiet worker does it before: sbx_group_tidy_idle).
+int sbx_globals_changed(sbx_state *state);
 
 /// CLOCK_MONOTONIC in nanoseconds, the clock deadlines are measured on.
 int64_t sbx_monotonic_ns(void);
