@@ -64,6 +64,8 @@ typedef struct block_header {
 #define SBX_POOL_STEP 16
 #define SBX_POOL_LARGEST 512
 #define SBX_POOL_BYTES (1 << 20)
+// How long a call runs before the stall callback is called from the count hook.
+#define SBX_STALL_NS 100000
 // Scripts whose globals a quiet worker restores in one step, between which a call can start.
 #define SBX_RESTORES_PER_STEP 8
 typedef struct pooled_block {
@@ -85,6 +87,7 @@ struct sbx_state {
     sbx_buffer host_results;     // here so a Lua error cannot leak them
     uint32_t log_records;
     int64_t entered_ns;  // when it last took its group
+    int stall_reported;  // the stall callback was called for the running call
     // Its standard globals are restored before a call only if a run since they were last
     // restored may have changed them; a quiet worker restores them ahead of the next call
     // (sbx_group_tidy_idle), from the group's list of scripts that ran.
@@ -113,9 +116,18 @@ struct sbx_group {
     sbx_state *unrestored;  // scripts that ran since their globals were last restored
 };
 
+static void (*stall_callback)(void);
+
+void sbx_set_stall_callback(void (*callback)(void)) { stall_callback = callback; }
+
 static void group_lock(sbx_group *G) {
     pthread_mutex_lock(&G->mutex);
     uint64_t ticket = atomic_fetch_add(&G->next_ticket, 1);
+    if (atomic_load(&G->serving) != ticket && stall_callback) {
+        pthread_mutex_unlock(&G->mutex);
+        stall_callback();
+        pthread_mutex_lock(&G->mutex);
+    }
     while (atomic_load(&G->serving) != ticket) pthread_cond_wait(&G->turn, &G->mutex);
     pthread_mutex_unlock(&G->mutex);
 }
@@ -348,8 +360,13 @@ static void deadline_hook(lua_State *L, lua_Debug *ar) {
         lua_pushliteral(L, "cancelled");
         lua_error(L);
     }
-    if (S->deadline_ns && !S->deadline_exceeded && sbx_monotonic_ns() >= S->deadline_ns)
+    int64_t now = sbx_monotonic_ns();
+    if (S->deadline_ns && !S->deadline_exceeded && now >= S->deadline_ns)
         S->deadline_exceeded = 1;
+    if (stall_callback && !S->stall_reported && now - S->entered_ns >= SBX_STALL_NS) {
+        S->stall_reported = 1;
+        stall_callback();
+    }
     // Raised again at every later hook, so a pcall that swallows it gains nothing. The
     // message handler records where it struck.
     if (S->deadline_exceeded) {
@@ -361,7 +378,7 @@ static void deadline_hook(lua_State *L, lua_Debug *ar) {
     // main thread, which every script's setup uses.
     sbx_group *G = S->G;
     if (G->current == S && L != G->L && atomic_load(&G->next_ticket) - atomic_load(&G->serving) > 1 &&
-        sbx_monotonic_ns() - S->entered_ns >= SBX_GROUP_SLICE_NS) {
+        now - S->entered_ns >= SBX_GROUP_SLICE_NS) {
         leave(S);
         enter(S);
     }
@@ -1111,6 +1128,7 @@ static int finish_host_call(lua_State *L, sbx_state *S, int failed) {
 /// HTTP request): the host touches none of the state, only the encoded buffers.
 static void release_for_host(sbx_state *S) {
     if (S->G->current == S) leave(S);
+    if (stall_callback) stall_callback();
 }
 
 static void reacquire_after_host(sbx_state *S) {
@@ -1476,6 +1494,7 @@ static void run(sbx_state *S, run_request *rq, int64_t deadline_ns, sbx_outcome 
     memset(o, 0, sizeof *o);
     S->outcome = o;
     S->log_records = 0;
+    S->stall_reported = 0;
     S->deadline_ns = deadline_ns;
     S->deadline_exceeded = 0;
     S->memory_exceeded = 0;

@@ -83,16 +83,68 @@ private struct RequestBook {
     var running: [UInt64: InterruptHandle] = [:]
 }
 
-/// Answers waiting to be written. One thread writes at a time and then takes what others
-/// queued meanwhile, so a burst of answers leaves in a few writes, and none waits.
-private struct Outbox {
-    var queued: [UInt8] = []
-    var writing = false
+/// Answers waiting to be written. A runner that goes straight on to another job leaves its
+/// answer here for a moment, so a burst of calls answers in a few writes instead of one
+/// each (every write wakes the supervisor's reader): the answers go out once `batch` are
+/// waiting, when a runner has no job to take, and when the running call may take a while
+/// (`sbx_set_stall_callback`: it waits for its group, calls the host, or has run 100 µs),
+/// so none waits behind a long call. One thread writes at a time and then takes what
+/// others queued meanwhile.
+private final class AnswerOutbox: Sendable {
+    private struct State {
+        var queued: [UInt8] = []
+        var count = 0
+        var writing = false
+    }
+
+    static let batch = 8
+    private let state = PlainLock(State())
+
+    /// Queues an answer frame; writes what is queued when `now`, or once a batch waits.
+    func send(_ frame: [UInt8], now: Bool) {
+        let full = state.withLock { state in
+            state.queued += frame
+            state.count += 1
+            return state.count >= Self.batch
+        }
+        if now || full { flush() }
+    }
+
+    func flush() {
+        let writesNow = state.withLock { state in
+            guard !state.writing, state.count > 0 else { return false }
+            state.writing = true
+            return true
+        }
+        guard writesNow else { return }
+        while true {
+            let bytes = state.withLock { state in
+                defer {
+                    state.queued = []
+                    state.count = 0
+                }
+                state.writing = state.count > 0
+                return state.queued
+            }
+            guard !bytes.isEmpty else { return }
+            bytes.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = write(SandboxWorker.descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written < 0, errno == EINTR { continue }
+                    guard written > 0 else { exit(0) }  // the supervisor is gone
+                    offset += written
+                }
+            }
+        }
+    }
 }
+
+/// The worker's answers; one per process, so the C stall callback can reach it.
+private let answers = AnswerOutbox()
 
 private final class Worker: Sendable {
     let modules: [HostModule]
-    let outbox = PlainLock(Outbox())
     let requests = PlainLock(RequestBook())
     let scheduler: ScriptScheduler
     let groups: Groups
@@ -108,7 +160,8 @@ private final class Worker: Sendable {
         self.groups = groups
         // Scripts' standard globals are restored and garbage is collected while the worker
         // is quiet, so a burst of calls (a join's evaluate to every helper) finds both done.
-        scheduler = ScriptScheduler(width: width, idleWork: { groups.tidyStep() })
+        scheduler = ScriptScheduler(width: width, idleWork: { groups.tidyStep() }, beforeWaiting: { answers.flush() })
+        sbx_set_stall_callback { answers.flush() }
     }
 
     /// Reads frames until the supervisor closes the socket. Each script's work runs in its
@@ -134,7 +187,7 @@ private final class Worker: Sendable {
                         load(source, into: host, id: id, deadline: deadline, configuration: configuration)
                     case .call(let script, let entry, let arguments, let deadline):
                         guard let host = scripts[script] else {
-                            respond(id, RawOutcome(unavailable: "the script is not loaded in this worker"))
+                            respond(id, RawOutcome(unavailable: "the script is not loaded in this worker"), now: true)
                             continue
                         }
                         _ = requests.withLock { $0.queued.insert(id) }
@@ -216,31 +269,8 @@ private final class Worker: Sendable {
         return try SandboxedState(memoryLimit: configuration.memoryLimit, in: group)
     }
 
-    private func respond(_ id: UInt64, _ outcome: RawOutcome) {
-        let frame = WorkerFrame.outcome(outcome).encoded(id: id)
-        let writesNow = outbox.withLock { outbox in
-            outbox.queued += frame
-            guard !outbox.writing else { return false }
-            outbox.writing = true
-            return true
-        }
-        guard writesNow else { return }
-        while true {
-            let bytes = outbox.withLock { outbox in
-                defer { outbox.queued = [] }
-                outbox.writing = !outbox.queued.isEmpty
-                return outbox.queued
-            }
-            guard !bytes.isEmpty else { return }
-            bytes.withUnsafeBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = write(SandboxWorker.descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written < 0, errno == EINTR { continue }
-                    guard written > 0 else { exit(0) }  // the supervisor is gone
-                    offset += written
-                }
-            }
-        }
+    /// Answers a request: at once from the reader thread, else as `AnswerOutbox` batches.
+    private func respond(_ id: UInt64, _ outcome: RawOutcome, now: Bool = false) {
+        answers.send(WorkerFrame.outcome(outcome).encoded(id: id), now: now)
     }
 }

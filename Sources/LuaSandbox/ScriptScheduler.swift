@@ -35,6 +35,8 @@ final class ScriptScheduler: @unchecked Sendable {
         /// Its current job has run longer than a slice and no longer counts as running.
         var demoted = false
         var group = 0
+        /// It ran a job since it last called `beforeWaiting`.
+        var ranSinceWaiting = false
     }
 
     /// Where work for the quiet moments stands: more to do, done, or unable to go on until
@@ -52,6 +54,9 @@ final class ScriptScheduler: @unchecked Sendable {
     /// until it is done or blocked or a job is queued. Jobs then start within one step.
     private let idleWork: (() -> IdleProgress)?
     let idleDelay: Duration
+    /// Called on a runner that finds no job to take, before it waits (the worker writes the
+    /// answers its runners left queued).
+    private let beforeWaiting: (() -> Void)?
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let workArrived = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let congested = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -82,8 +87,9 @@ final class ScriptScheduler: @unchecked Sendable {
     /// Lanes of `width` groups (`Lane.group` in `0..<width`) run on up to `width` threads.
     init(width: Int = Int(sbx_available_cores()), slice: Duration = .milliseconds(5),
          groupSlice: Duration = .milliseconds(1), idleDelay: Duration = .milliseconds(5),
-         idleWork: (() -> IdleProgress)? = nil) {
+         idleWork: (() -> IdleProgress)? = nil, beforeWaiting: (() -> Void)? = nil) {
         self.width = max(1, width)
+        self.beforeWaiting = beforeWaiting
         self.slice = slice
         self.groupSlice = groupSlice
         self.idleDelay = idleDelay
@@ -236,7 +242,15 @@ final class ScriptScheduler: @unchecked Sendable {
                     lane.scheduled = false
                 }
                 idleWorkDue = idleWork != nil
+                me.ranSinceWaiting = true
                 continue
+            }
+            if let beforeWaiting, me.ranSinceWaiting {
+                me.ranSinceWaiting = false
+                pthread_mutex_unlock(mutex)
+                beforeWaiting()
+                pthread_mutex_lock(mutex)
+                continue  // a job may have come meanwhile
             }
             idle += 1
             if let idleWork, idleWorkDue, !idleWorker, running == 0, readyCount == 0 {

@@ -196,6 +196,23 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         #expect(milliseconds(since: start) < 5000)  // far below the 30 s deadline, with room for a loaded machine
     }
 
+    /// A runner that goes on to another job holds its answer back to write several at once;
+    /// a long call after it must not hold that answer too: it goes out once the call has
+    /// run a moment (here the spin runs until its 3 s deadline).
+    @Test func anAnswerIsNotHeldBackBehindALongCall() async throws {
+        let engine = try makeEngine(workers: 1, deadline: .seconds(3))
+        let script = try await engine.load(ScriptSource(path: "both.lua", text: """
+            return { quick = function() return 'done' end, spin = function() while true do end end }
+            """))
+        let start = Deadline.now
+        var firstAnswer: (index: Int, milliseconds: Int64)?
+        for await (index, _) in engine.callAll([ScriptCall(script, "quick"), ScriptCall(script, "spin")]) {
+            firstAnswer = firstAnswer ?? (index, milliseconds(since: start))
+        }
+        #expect(firstAnswer?.index == 0)
+        #expect((firstAnswer?.milliseconds ?? .max) < 1500, "the quick answer waited for the spin")
+    }
+
     @Test func aScriptsCallsRunOneAtATimeInTheirOrder() async throws {
         let engine = try makeEngine(workers: 1, deadline: .seconds(10))
         let counter = try await engine.load(ScriptSource(path: "counter.lua", text: """

@@ -174,6 +174,11 @@ int sbx_interrupted(const sbx_state *state);
 /// Records a log line for the running call, subject to the per-call limits.
 void sbx_log(sbx_state *state, int level, const char *message, size_t length);
 
+/// Sets a function called on the thread of a running load or call when it may hold that
+/// thread for a while: it must wait for its group, enters a host function, or has run
+/// 100 µs (checked at the count hook). The worker writes the answers it holds back then.
+void sbx_set_stall_callback(void (*callback)(void));
+
 /// Bytes currently charged to the script.
 size_t sbx_memory_used(const sbx_state *state);
 
