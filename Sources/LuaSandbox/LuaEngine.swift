@@ -77,8 +77,9 @@ private final class OutcomeChannel: Sendable {
         state.withLock { $0.cancelCalls = cancelCalls }
     }
 
-    /// Takes one call's answer, from any thread.
-    func deliver(_ index: Int, _ outcome: RawOutcome) {
+    /// Takes one call's answer, from any thread; returns the wake-up of the waiting task, if
+    /// one waits, for the caller to run once it has delivered all it has.
+    func deliver(_ index: Int, _ outcome: RawOutcome) -> WorkerSlot.WakeUp? {
         let waiting = state.withLock { state -> UnsafeContinuation<(Int, RawOutcome)?, Never>? in
             guard !state.cancelled else { return nil }
             state.unanswered -= 1
@@ -89,7 +90,8 @@ private final class OutcomeChannel: Sendable {
             state.waiting = nil
             return waiting
         }
-        waiting?.resume(returning: (index, outcome))
+        guard let waiting else { return nil }
+        return { waiting.resume(returning: (index, outcome)) }
     }
 
     /// The next answer; nil once every call answered or the iteration was cancelled.
@@ -259,10 +261,10 @@ public final class LuaEngine: Sendable {
         do throws(LuaScriptError) {
             sharedEncoding = try LuaValueCodec.encode(values: shared)
         } catch {
-            for index in 0..<count { channel.deliver(index, RawOutcome(error: error)) }
+            for index in 0..<count { channel.deliver(index, RawOutcome(error: error))?() }
             return outcomes
         }
-        let deliver: @Sendable (Int, RawOutcome) -> Void = { channel.deliver($0, $1) }
+        let deliver: @Sendable (Int, RawOutcome) -> WorkerSlot.WakeUp? = { channel.deliver($0, $1) }
         let resolved = resolve(deadline)
         var unsent: [Int: [(index: Int, frame: WorkerFrame)]] = [:]
         var chunkSizes: [Int: Int] = [:]
@@ -279,7 +281,7 @@ public final class LuaEngine: Sendable {
                 unsent[slot, default: []].append((index, try Self.callFrame(made, sharing: sharedEncoding, deadline: resolved)))
                 if unsent[slot]!.count >= chunkSizes[slot, default: 1] { send(slot) }
             } catch {
-                deliver(index, RawOutcome(error: error))
+                deliver(index, RawOutcome(error: error))?()
             }
         }
         for slot in Array(unsent.keys) { send(slot) }
@@ -322,9 +324,18 @@ public final class LuaEngine: Sendable {
 
 /// One worker process, its replacements, and the requests in flight to it.
 private final class WorkerSlot: Sendable {
+    /// Wakes a task waiting for answers. The reader runs these once it has handed on every
+    /// answer of a read: woken at once, a task would take the core from the reader (the
+    /// wakee preempts it) to take a single answer, and sleep again for the next.
+    typealias WakeUp = @Sendable () -> Void
+
     struct Pending {
-        /// Takes the answer; nil for reloads nobody waits on.
-        let answer: (@Sendable (RawOutcome) -> Void)?
+        /// Takes the answer, and returns the wake-up to run once the answers at hand are
+        /// all taken; nil for reloads nobody waits on.
+        let answer: (@Sendable (RawOutcome) -> WakeUp?)?
+
+        /// Hands the answer on and wakes its taker at once.
+        func answerNow(_ outcome: RawOutcome) { answer?(outcome)?() }
         /// When the worker is killed if the request has not been answered.
         let killAt: Int64?
         /// A script version to remember for reloads once it loads.
@@ -373,7 +384,7 @@ private final class WorkerSlot: Sendable {
         let bytes = frame.encoded(id: id)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                send(bytes, [(id, Pending(answer: { continuation.resume(returning: $0) },
+                send(bytes, [(id, Pending(answer: { outcome in { continuation.resume(returning: outcome) } },
                                           killAt: killAt(deadline), installing: installing))])
             }
         } onCancel: {
@@ -384,7 +395,7 @@ private final class WorkerSlot: Sendable {
     /// Sends calls in one write and hands each answer to `deliver` with its index; returns
     /// the request ids, for `cancel`.
     func submit(_ frames: [(index: Int, frame: WorkerFrame)], deadline: Deadline?,
-                deliver: @escaping @Sendable (Int, RawOutcome) -> Void) -> [UInt64] {
+                deliver: @escaping @Sendable (Int, RawOutcome) -> WakeUp?) -> [UInt64] {
         let killAt = killAt(deadline)
         var bytes: [UInt8] = []
         var requests: [(UInt64, Pending)] = []
@@ -417,7 +428,7 @@ private final class WorkerSlot: Sendable {
             return nil
         }
         if let refused {
-            for (_, pending) in requests { pending.answer?(RawOutcome(workerLost: refused)) }
+            for (_, pending) in requests { pending.answerNow(RawOutcome(workerLost: refused)) }
         }
     }
 
@@ -429,7 +440,7 @@ private final class WorkerSlot: Sendable {
             _ = state.process?.write(cancelled.flatMap { WorkerFrame.cancel.encoded(id: $0.0) })
             return cancelled.map(\.1)
         }
-        for pending in cancelled { pending.answer?(RawOutcome(error: LuaScriptError(.cancelled, "cancelled"))) }
+        for pending in cancelled { pending.answerNow(RawOutcome(error: LuaScriptError(.cancelled, "cancelled"))) }
     }
 
     func unload(_ script: UInt32) {
@@ -448,7 +459,7 @@ private final class WorkerSlot: Sendable {
         watchdog.cancel()
         process?.kill()
         for request in pending.values {
-            request.answer?(RawOutcome(workerLost: "the engine has shut down"))
+            request.answerNow(RawOutcome(workerLost: "the engine has shut down"))
         }
     }
 
@@ -456,18 +467,25 @@ private final class WorkerSlot: Sendable {
 
     fileprivate func startReader(_ process: WorkerProcess, generation: Int) {
         readerQueue.async { [self] in
-            process.readFrames { body in
-                guard case (let id, .outcome(let outcome))? = try? WorkerFrame.decode(body) else { return false }
-                let pending = state.withLock { state -> Pending? in
-                    guard state.generation == generation, let pending = state.pending.removeValue(forKey: id) else {
-                        return nil
-                    }
-                    if let installing = pending.installing, outcome.succeeded {
-                        state.scripts[installing.id] = installing.source
-                    }
-                    return pending
+            process.readFrames { bodies in
+                var outcomes: [(id: UInt64, outcome: RawOutcome)] = []
+                outcomes.reserveCapacity(bodies.count)
+                for body in bodies {
+                    guard case (let id, .outcome(let outcome))? = try? WorkerFrame.decode(body) else { return false }
+                    outcomes.append((id, outcome))
                 }
-                pending?.answer?(outcome)
+                let answered = state.withLock { state -> [(Pending, RawOutcome)] in
+                    guard state.generation == generation else { return [] }
+                    return outcomes.compactMap { id, outcome in
+                        guard let pending = state.pending.removeValue(forKey: id) else { return nil }
+                        if let installing = pending.installing, outcome.succeeded {
+                            state.scripts[installing.id] = installing.source
+                        }
+                        return (pending, outcome)
+                    }
+                }
+                let wakeUps = answered.compactMap { pending, outcome in pending.answer?(outcome) }
+                for wakeUp in wakeUps { wakeUp() }
                 return true
             }
             workerEnded(process, generation: generation)
@@ -493,7 +511,7 @@ private final class WorkerSlot: Sendable {
 
         func finish(_ slot: WorkerSlot) {
             if let process { slot.startReader(process, generation: generation) }
-            for request in lost { request.answer?(RawOutcome(workerLost: reason)) }
+            for request in lost { request.answerNow(RawOutcome(workerLost: reason)) }
         }
     }
 
@@ -554,7 +572,7 @@ private final class WorkerSlot: Sendable {
             return (Array(expired.values), replaceWorker(&state, reason: reason))
         }
         for request in overran {
-            request.answer?(RawOutcome(
+            request.answerNow(RawOutcome(
                 error: LuaScriptError(.deadlineExceeded, "deadline exceeded; stopped by ending its worker process")))
         }
         replaced?.finish(self)

@@ -102,23 +102,23 @@ final class WorkerProcess: Sendable {
         }
     }
 
-    /// Calls `body` with each frame the worker sends until the socket closes or `body`
-    /// returns false. Runs on the caller's thread, which it blocks; the same thread then
-    /// calls `reap`.
-    func readFrames(_ body: ([UInt8]) -> Bool) {
+    /// Calls `body` with the frames the worker sent, those of each read together, until the
+    /// socket closes or `body` returns false. Runs on the caller's thread, which it blocks;
+    /// the same thread then calls `reap`.
+    func readFrames(_ body: ([[UInt8]]) -> Bool) {
         var assembler = FrameAssembler()
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = receive(descriptor, into: &chunk)
             guard count > 0 else { return }
             chunk.withUnsafeBytes { assembler.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            var frames: [[UInt8]] = []
             do {
-                while let frame = try assembler.next() {
-                    guard body(frame) else { return }
-                }
+                while let frame = try assembler.next() { frames.append(frame) }
             } catch {
                 return
             }
+            guard frames.isEmpty || body(frames) else { return }
         }
     }
 
