@@ -449,6 +449,7 @@ enum HelperPrelude {
       -- The context is set by the runtime; kept in the record, out of the script's reach.
       local context = own.context or {}
       context.hosts = context.hosts or {}
+      context.session = command.session
       -- The nil fields size the table for what the handler sets later.
       local record = { context = context, store_data = own.store or {}, confidences = nil, delivered = nil }
       local network, list = command.network, command.network_list

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import HotspotNetwork
+import Synchronization
 public import LuaSandbox
 
 /// The hotspot-helper state machine (hotspot-model.md), with venue scripts as helpers.
@@ -95,6 +96,8 @@ public actor HotspotRuntime {
     /// without reading the system's random source at every join.
     private let cookieSessionPrefix = UUID().uuidString
     private var cookieSessionCount = 0
+    /// Each helper's encoded own table, by helper id (see `encodedHelperTable`).
+    private nonisolated let encodedHelperTables = Mutex<[String: EncodedHelperTable]>([:])
     /// One alarm for every session's maintain or retry: it sleeps until the earliest, so
     /// scheduling a later one (each maintain does) starts no task and wakes nothing.
     private var alarm: Task<Void, Never>?
@@ -463,9 +466,9 @@ public actor HotspotRuntime {
             return conclude(command, helper, network: network, outcome: nil, since: start)
         }
         let arguments = [
-            helperTable(for: helper, network: network, cookieSession: cookieSession),
-            sharedTable(command, network: network, networkList: networkList, didJustJoin: didJustJoin,
-                        isChosen: isChosen, answers: answers),
+            helperTable(for: helper, network: network),
+            sharedTable(command, network: network, networkList: networkList, cookieSession: cookieSession,
+                        didJustJoin: didJustJoin, isChosen: isChosen, answers: answers),
         ]
         let outcome = await engine.call(helper.handle, "dispatch", arguments, deadline: deadline(of: command))
         return conclude(command, helper, network: network, outcome: outcome, since: start)
@@ -484,13 +487,16 @@ public actor HotspotRuntime {
             guard take(helper, conclude(command, helper, network: network, outcome: nil, since: start)) else { return }
         }
         var unanswered = Set(handling.indices)
-        // Each helper's part is built as it is sent, so the first helpers run while the rest
-        // are built; the part they share is encoded once.
-        let shared = sharedTable(command, network: network, networkList: networkList, didJustJoin: false, isChosen: false)
+        // Each helper's part is taken as it is sent, so the first helpers run while the rest
+        // are taken; the part they share is encoded once.
+        let shared = sharedTable(command, network: network, networkList: networkList, cookieSession: cookieSession,
+                                 didJustJoin: false, isChosen: false)
         let outcomes = engine.callAll(count: handling.count, sharing: [shared], deadline: deadline(of: command)) { index in
-            ScriptCall(handling[index].handle, "dispatch", [
-                helperTable(for: handling[index], network: network, cookieSession: cookieSession),
-            ])
+            let helper = handling[index]
+            guard let encoded = encodedHelperTable(for: helper, network: network) else {
+                return ScriptCall(helper.handle, "dispatch", [helperTable(for: helper, network: network)])  // reports the error
+            }
+            return ScriptCall(helper.handle, "dispatch", encodedArguments: encoded)
         }
         for await (index, outcome) in outcomes {
             unanswered.remove(index)
@@ -505,10 +511,46 @@ public actor HotspotRuntime {
         }
     }
 
+    /// `helperTable`, encoded: from the last command for the same helper and network link when
+    /// the helper's store is empty, since then nothing in it changes (its context depends on
+    /// the helper, the configuration and the network's link alone), so a join does not build
+    /// and encode it for each of its helpers again.
+    private nonisolated func encodedHelperTable(for helper: HelperScript, network: NetworkDescription?) -> EncodedLuaValues? {
+        let link = network.map(NetworkLink.init)
+        let hasStore = network.map { !persistence.store(helper: helper.id, ssid: $0.ssid).isEmpty } ?? false
+        if !hasStore, let cached = encodedHelperTables.withLock({ $0[helper.id] }),
+           cached.helper == helper, cached.link == link {
+            return cached.values
+        }
+        guard let values = try? EncodedLuaValues([helperTable(for: helper, network: network)]) else { return nil }
+        if !hasStore {
+            encodedHelperTables.withLock { $0[helper.id] = EncodedHelperTable(helper: helper, link: link, values: values) }
+        }
+        return values
+    }
+
+    /// What of a network the helper's context holds.
+    struct NetworkLink: Equatable {
+        let interface: String?
+        let resolvers: [String]
+        let probeURLs: [String]
+        let captivePortalAPI: String?
+
+        init(_ network: NetworkDescription) {
+            (interface, resolvers, probeURLs, captivePortalAPI) =
+                (network.interface, network.resolvers, network.probeURLs, network.captivePortalAPI)
+        }
+    }
+
+    struct EncodedHelperTable {
+        let helper: HelperScript
+        let link: NetworkLink?
+        let values: EncodedLuaValues
+    }
+
     /// `dispatch` in the prelude turns two tables into the script's `cmd`: the helper's own
     /// part (its context and store) and the part every helper of a command gets alike.
-    private nonisolated func helperTable(for helper: HelperScript, network: NetworkDescription?,
-                                         cookieSession: String?) -> LuaValue {
+    private nonisolated func helperTable(for helper: HelperScript, network: NetworkDescription?) -> LuaValue {
         var table = LuaTable()
         if let network {
             let store = persistence.store(helper: helper.id, ssid: network.ssid)
@@ -517,15 +559,18 @@ public actor HotspotRuntime {
                     store.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
             }
         }
-        table["context"] = context(for: helper, network: network, cookieSession: cookieSession)
+        table["context"] = context(for: helper, network: network)
         return .table(table)
     }
 
+    /// The command's part every helper gets alike, with the session naming its cookie jars
+    /// (the prelude puts it in each helper's context).
     private nonisolated func sharedTable(_ command: HotspotCommand, network: NetworkDescription?,
-                                         networkList: [NetworkDescription]?, didJustJoin: Bool, isChosen: Bool,
-                                         answers: [String: String] = [:]) -> LuaValue {
+                                         networkList: [NetworkDescription]?, cookieSession: String?,
+                                         didJustJoin: Bool, isChosen: Bool, answers: [String: String] = [:]) -> LuaValue {
         var table = LuaTable()
         table["type"] = .text(command.rawValue)
+        table["session"] = cookieSession.map(LuaValue.text) ?? nil
         if let network {
             table["network"] = Self.networkValue(network, didJustJoin: didJustJoin, isChosen: isChosen)
         }
@@ -574,8 +619,9 @@ public actor HotspotRuntime {
         return response
     }
 
-    /// What the prelude keeps out of the script's reach for `cmd:http` and `cmd:secret`.
-    nonisolated func context(for helper: HelperScript, network: NetworkDescription?, cookieSession: String?) -> LuaValue {
+    /// What the prelude keeps out of the script's reach for `cmd:http` and `cmd:secret`; the
+    /// prelude adds the command's cookie session.
+    nonisolated func context(for helper: HelperScript, network: NetworkDescription?) -> LuaValue {
         // Empty lists and false flags are left out (their readers take absent as empty or
         // false): every command carries this table into the helper's state, where each key
         // and value costs a string to intern.
@@ -589,7 +635,7 @@ public actor HotspotRuntime {
             context["secrets"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
                 secrets.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
         }
-        context["session"] = cookieSession.map { .text(helper.id + "/" + $0) } ?? nil
+        context["helper"] = .text(helper.id)  // with the session, names the helper's cookie jar
         context["interface"] = network?.interface.map(LuaValue.text) ?? nil
         list("resolvers", network?.resolvers ?? [])
         list("probes", network?.probeURLs ?? [])

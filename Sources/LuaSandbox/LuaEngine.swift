@@ -16,11 +16,15 @@ public struct ScriptCall: Sendable {
     public var script: ScriptHandle
     public var entry: String
     public var arguments: [LuaValue]
+    /// Arguments encoded ahead, passed after `arguments`.
+    public var encodedArguments: EncodedLuaValues?
 
-    public init(_ script: ScriptHandle, _ entry: String, _ arguments: [LuaValue] = []) {
+    public init(_ script: ScriptHandle, _ entry: String, _ arguments: [LuaValue] = [],
+                encodedArguments: EncodedLuaValues? = nil) {
         self.script = script
         self.entry = entry
         self.arguments = arguments
+        self.encodedArguments = encodedArguments
     }
 }
 
@@ -257,7 +261,7 @@ public final class LuaEngine: Sendable {
         let channel = OutcomeChannel(count: count)
         let outcomes = CallOutcomes(owner: Abandonment(channel), memoryLimit: configuration.memoryLimit)
         guard count > 0 else { return outcomes }
-        let sharedEncoding: LuaValueCodec.EncodedValues
+        let sharedEncoding: EncodedLuaValues
         do throws(LuaScriptError) {
             sharedEncoding = try LuaValueCodec.encode(values: shared)
         } catch {
@@ -299,13 +303,12 @@ public final class LuaEngine: Sendable {
         }
     }
 
-    private static func callFrame(_ call: ScriptCall, sharing shared: LuaValueCodec.EncodedValues? = nil,
+    private static func callFrame(_ call: ScriptCall, sharing shared: EncodedLuaValues? = nil,
                                   deadline: Deadline?) throws(LuaScriptError) -> WorkerFrame {
-        let arguments = if let shared {
-            try LuaValueCodec.encode(tuple: call.arguments, followedBy: shared)
-        } else {
-            try LuaValueCodec.encode(tuple: call.arguments)
-        }
+        let encoded = [call.encodedArguments, shared].compactMap { $0 }
+        let arguments = encoded.isEmpty
+            ? try LuaValueCodec.encode(tuple: call.arguments)
+            : try LuaValueCodec.encode(tuple: call.arguments, followedBy: encoded)
         return .call(script: call.script.id, entry: call.entry, arguments: arguments, deadline: deadline?.nanoseconds ?? 0)
     }
 

@@ -1,5 +1,19 @@
 internal import CLuaSandbox
 
+/// Values encoded once for the engine, to send with many calls (`ScriptCall.encodedArguments`)
+/// without encoding them for each: arguments that stay the same from call to call.
+public struct EncodedLuaValues: Sendable {
+    let count: Int
+    let bytes: [UInt8]
+
+    public init(_ values: [LuaValue]) throws(LuaScriptError) { self = try LuaValueCodec.encode(values: values) }
+
+    fileprivate init(count: Int, bytes: [UInt8]) {
+        self.count = count
+        self.bytes = bytes
+    }
+}
+
 /// The byte encoding of values shared with the C half and the worker protocol:
 /// a tuple is a u32 count followed by values; a value is a tag byte and its payload
 /// (little-endian integers, u32-prefixed strings, u32-counted key/value pairs).
@@ -15,27 +29,21 @@ enum LuaValueCodec {
         return bytes
     }
 
-    /// A tuple of `values` followed by `shared`, values already encoded once for many
-    /// tuples (`encode(values:)`): arguments that many calls have in common.
-    static func encode(tuple values: [LuaValue], followedBy shared: EncodedValues) throws(LuaScriptError) -> [UInt8] {
+    /// A tuple of `values` followed by values already encoded (`EncodedLuaValues`): arguments
+    /// that many calls have in common, or that a caller sends unchanged call after call.
+    static func encode(tuple values: [LuaValue], followedBy encoded: [EncodedLuaValues]) throws(LuaScriptError) -> [UInt8] {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(64 + shared.bytes.count)
-        appendUInt32(UInt32(values.count + shared.count), to: &bytes)
+        bytes.reserveCapacity(64 + encoded.reduce(0) { $0 + $1.bytes.count })
+        appendUInt32(UInt32(values.count + encoded.reduce(0) { $0 + $1.count }), to: &bytes)
         for value in values { try append(value, to: &bytes, objects: nil) }
-        bytes.append(contentsOf: shared.bytes)
+        for values in encoded { bytes.append(contentsOf: values.bytes) }
         return bytes
     }
 
-    /// Values encoded without a count, to end tuples with.
-    struct EncodedValues: Sendable {
-        let count: Int
-        let bytes: [UInt8]
-    }
-
-    static func encode(values: [LuaValue]) throws(LuaScriptError) -> EncodedValues {
+    static func encode(values: [LuaValue]) throws(LuaScriptError) -> EncodedLuaValues {
         var bytes: [UInt8] = []
         for value in values { try append(value, to: &bytes, objects: nil) }
-        return EncodedValues(count: values.count, bytes: bytes)
+        return EncodedLuaValues(count: values.count, bytes: bytes)
     }
 
     private static func append(_ value: LuaValue, to bytes: inout [UInt8],

@@ -103,8 +103,9 @@ public enum HTTPLibrary {
         for value in context["hosts"].tableValue?.array ?? [] {
             if let text = value.stringValue, case .success(let pattern) = HostPattern.parse(text) { hosts.append(pattern) }
         }
-        return BoundHTTPClient(binding: binding(from: context), allowedHosts: hosts,
-                               cookies: context["session"].stringValue.map(jar(for:)))
+        // A jar per helper and session: a new session starts empty, and helpers never share.
+        let jarName = context["session"].stringValue.map { (context["helper"].stringValue ?? "") + "/" + $0 }
+        return BoundHTTPClient(binding: binding(from: context), allowedHosts: hosts, cookies: jarName.map(jar(for:)))
     }
 
     static func binding(from context: LuaTable) -> NetworkBinding {

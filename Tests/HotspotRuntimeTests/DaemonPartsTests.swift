@@ -185,6 +185,34 @@ struct ReplacingHelpersTests {
         #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "second")
         #expect(fixture.persistenceChosenHelper == "second")
     }
+
+    /// A helper's own table is kept encoded from one command to the next; a reload that
+    /// changes its hosts must reach its next command.
+    @Test func aReloadedHelpersNewHostsReachItsNextCommand() async throws {
+        func script(hosts: String) -> String {
+            """
+            return {
+              name = "Venue", hosts = { \(hosts) },
+              evaluate = function(cmd)
+                local _, problem = cmd:http{ url = "http://127.0.0.1:1/" }
+                log.info(problem)
+                return "none"
+              end,
+            }
+            """
+        }
+        let fixture = try await RuntimeFixture(scripts: ["venue": script(hosts: #""portal.example""#)])
+        defer { fixture.engine.shutdown() }
+        func problems() -> [String] { fixture.events.all.filter { $0.event == .log && $0.helper == "venue" }.compactMap(\.message) }
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(problems() == ["not_allowed: 127.0.0.1"])
+        try script(hosts: #""127.0.0.1""#).write(toFile: fixture.scripts + "/venue.lua", atomically: true, encoding: .utf8)
+        let catalog = HelperCatalog(path: fixture.scripts, engine: fixture.engine)
+        await catalog.refresh()
+        await fixture.runtime.replaceHelpers(await catalog.helpers)
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(problems().count == 2 && problems().last?.hasPrefix("not_allowed") == false, "\(problems())")
+    }
 }
 
 extension RuntimeFixture {

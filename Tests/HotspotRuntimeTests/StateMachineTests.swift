@@ -365,7 +365,7 @@ import Testing
         // What the prelude keeps for cmd:http: this helper has hosts and no secrets, follows
         // no portal, and the network has no resolvers or probes.
         let helper = try #require(await fixture.runtime.helpers.first)
-        let context = try #require(fixture.runtime.context(for: helper, network: guest, cookieSession: nil).tableValue)
+        let context = try #require(fixture.runtime.context(for: helper, network: guest).tableValue)
         let keys = Set(context.entries.keys.compactMap(\.stringValue))
         #expect(keys.contains("hosts"))
         #expect(keys.isDisjoint(with: ["secrets", "resolvers", "probes", "capport_allow_http", "portal_hosts"]), "\(keys)")
