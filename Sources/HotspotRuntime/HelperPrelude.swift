@@ -158,6 +158,14 @@ enum HelperPrelude {
       __metatable = "cmd.store",
     }
 
+    -- The context a host function that reaches the network gets: the command's cookie
+    -- session is added on the first such call, so a command that makes none pays nothing.
+    local function io_context(record)
+      local context = record.context
+      if context.session == nil then context.session = record.session end
+      return context
+    end
+
     -- A helper whose `hosts` has "@portal" may reach the hosts the network names as its
     -- portal during the command: the captive probe's redirect, the Captive Portal API's
     -- URLs, the URLs of the WISPr messages wispr.login and wispr.logoff read.
@@ -182,7 +190,7 @@ enum HelperPrelude {
       -- has no API, or nil and a message prefixed as cmd:http's are.
       fetch = function(cmd)
         local record = command_record(cmd, "capport.fetch")
-        local status, problem = http_capport(record.context)
+        local status, problem = http_capport(io_context(record))
         if status then
           allow_portal(record, status.user_portal_url)
           allow_portal(record, status.venue_info_url)
@@ -340,14 +348,14 @@ enum HelperPrelude {
           if type(options) ~= "table" then
             error("cmd:http expects a table of options, such as { url = \"https://portal.example/login\" }", 2)
           end
-          local ok, response, message = pcall(http_request, record.context, options)
+          local ok, response, message = pcall(http_request, io_context(record), options)
           if not ok then error(response, 2) end
           return response, message
         end
       end,
       probe = function(_, record)
         return function()
-          local verdict = http_probe(record.context)
+          local verdict = http_probe(io_context(record))
           if verdict.state == "captive" then allow_portal(record, verdict.portal_url) end
           return verdict
         end
@@ -376,7 +384,7 @@ enum HelperPrelude {
     function socket_opener(cmd, record, open)
       return function(self, host_name, port, options)
         if self ~= cmd then host_name, port, options = self, host_name, port end
-        local ok, socket, message = pcall(open, record.context, host_name, port, options)
+        local ok, socket, message = pcall(open, io_context(record), host_name, port, options)
         if not ok then error(socket, 2) end
         return socket, message
       end
@@ -449,9 +457,10 @@ enum HelperPrelude {
       -- The context is set by the runtime; kept in the record, out of the script's reach.
       local context = own.context or {}
       context.hosts = context.hosts or {}
-      context.session = command.session
       -- The nil fields size the table for what the handler sets later.
-      local record = { context = context, store_data = own.store or {}, confidences = nil, delivered = nil }
+      local record = {
+        context = context, session = command.session, store_data = own.store or {}, confidences = nil, delivered = nil,
+      }
       local network, list = command.network, command.network_list
       if network then adopt_network(network, record) end
       if list then

@@ -564,7 +564,7 @@ public actor HotspotRuntime {
     }
 
     /// The command's part every helper gets alike, with the session naming its cookie jars
-    /// (the prelude puts it in each helper's context).
+    /// (the prelude adds it to a helper's context when the command first reaches the network).
     private nonisolated func sharedTable(_ command: HotspotCommand, network: NetworkDescription?,
                                          networkList: [NetworkDescription]?, cookieSession: String?,
                                          didJustJoin: Bool, isChosen: Bool, answers: [String: String] = [:]) -> LuaValue {
