@@ -457,7 +457,7 @@ public actor HotspotRuntime {
     }
 
     /// Sends one command to one helper and reports it.
-    nonisolated func send(_ command: HotspotCommand, to helper: HelperScript, network: NetworkDescription?,
+    nonisolated(nonsending) func send(_ command: HotspotCommand, to helper: HelperScript, network: NetworkDescription?,
                           networkList: [NetworkDescription]? = nil, didJustJoin: Bool = false,
                           isChosen: Bool = false, cookieSession: String? = nil,
                           answers: [String: String] = [:]) async -> HelperResponse {
@@ -477,7 +477,7 @@ public actor HotspotRuntime {
     /// Sends one command to several helpers at once (`LuaEngine.callAll`) and hands each
     /// response to `take` as it answers; when `take` returns false, the commands not
     /// answered yet are cancelled.
-    nonisolated func sendAll(_ command: HotspotCommand, to helpers: [HelperScript], network: NetworkDescription?,
+    nonisolated(nonsending) func sendAll(_ command: HotspotCommand, to helpers: [HelperScript], network: NetworkDescription?,
                              networkList: [NetworkDescription]? = nil, cookieSession: String? = nil,
                              _ take: (HelperScript, HelperResponse) -> Bool) async {
         let start = Deadline.now
