@@ -97,7 +97,7 @@ private final class AnswerOutbox: Sendable {
         var writing = false
     }
 
-    static let batch = 8
+    static let batch = 4
     private let state = PlainLock(State())
 
     /// Queues an answer frame; writes what is queued when `now`, or once a batch waits.
