@@ -487,8 +487,8 @@ public actor HotspotRuntime {
             guard take(helper, conclude(command, helper, network: network, outcome: nil, since: start)) else { return }
         }
         var unanswered = Set(handling.indices)
-        // Each helper's part is taken as it is sent, so the first helpers run while the rest
-        // are taken; the part they share is encoded once.
+        // Each helper's part is made (or taken already encoded) as it is sent, so the first
+        // helpers run while the rest are made; the part they share is encoded once.
         let shared = sharedTable(command, network: network, networkList: networkList, cookieSession: cookieSession,
                                  didJustJoin: false, isChosen: false)
         let outcomes = engine.callAll(count: handling.count, sharing: [shared], deadline: deadline(of: command)) { index in
