@@ -286,15 +286,15 @@ private func childProcesses(of parent: pid_t) throws -> [pid_t] {
     return children
 }
 
-/// The CPU time a process has used, user and system, in nanoseconds (from /proc/<pid>/stat,
-/// so in clock ticks, 10 ms on Linux: meant for spans of seconds).
+/// The CPU time a process has used, user and system, in nanoseconds, from its CPU clock
+/// (where /proc/<pid>/stat counts 10 ms ticks): fine enough for the CPU of one join.
 func processCPUTime(_ pid: pid_t) throws -> Double {
-    // utime and stime are the 14th and 15th fields, the 12th and 13th after the name.
-    let fields = try statFields(of: pid)
-    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
-        throw BenchError("no CPU times in /proc/\(pid)/stat")
+    var clock = clockid_t()
+    var time = timespec()
+    guard clock_getcpuclockid(pid, &clock) == 0, clock_gettime(clock, &time) == 0 else {
+        throw BenchError("no CPU clock for process \(pid)")
     }
-    return (user + system) * 1e9 / Double(sysconf(Int32(_SC_CLK_TCK)))
+    return Double(time.tv_sec) * 1e9 + Double(time.tv_nsec)
 }
 
 /// The CPU time, in nanoseconds, that the bench's own process (the supervisor) and an
@@ -305,6 +305,14 @@ struct CPUUse {
 
     static func now(workers: [pid_t]) throws -> CPUUse {
         CPUUse(supervisor: try processCPUTime(getpid()), workers: try workers.map(processCPUTime).reduce(0, +))
+    }
+
+    /// Both processes together.
+    var total: Double { supervisor + workers }
+
+    /// What was used between `start` and this.
+    func since(_ start: CPUUse) -> CPUUse {
+        CPUUse(supervisor: supervisor - start.supervisor, workers: workers - start.workers)
     }
 
     /// What was used between `start` and this, per item of `count`.
