@@ -123,6 +123,9 @@ public actor HotspotRuntime {
     /// there, and is evaluated again at its next maintain when it is not.
     public func replaceHelpers(_ newHelpers: [HelperScript]) {
         helpers = newHelpers
+        // An encoding of a helper that is gone would stay for good, holding its table.
+        let ids = Set(newHelpers.map(\.id))
+        encodedHelperTables.withLock { tables in tables = tables.filter { ids.contains($0.key) } }
         for (ssid, session) in sessions {
             guard let id = session.helper, !newHelpers.contains(where: { $0.id == id }) else { continue }
             log(ssid, "warn", "the helper \(id) of \(ssid) was removed; \(ssid) is evaluated again at its next maintain")
@@ -528,6 +531,9 @@ public actor HotspotRuntime {
         }
         return values
     }
+
+    /// The helpers whose own table is kept encoded (for tests).
+    nonisolated var encodedHelperIDs: Set<String> { encodedHelperTables.withLock { Set($0.keys) } }
 
     /// What of a network the helper's context holds.
     struct NetworkLink: Equatable {

@@ -213,6 +213,20 @@ struct ReplacingHelpersTests {
         #expect(await fixture.runtime.join(guest) == .authenticated)
         #expect(problems().count == 2 && problems().last?.hasPrefix("not_allowed") == false, "\(problems())")
     }
+
+    /// The encodings kept between commands are those of the helpers loaded now.
+    @Test func aRemovedHelpersEncodingIsNotKept() async throws {
+        let venue = #"return { name = "Venue", hosts = { "portal.example" }, evaluate = function(cmd) return "none" end }"#
+        let fixture = try await RuntimeFixture(scripts: ["first": venue, "second": venue])
+        defer { fixture.engine.shutdown() }
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(fixture.runtime.encodedHelperIDs == ["first", "second"])
+        try FileManager.default.removeItem(atPath: fixture.scripts + "/second.lua")
+        let catalog = HelperCatalog(path: fixture.scripts, engine: fixture.engine)
+        await catalog.refresh()
+        await fixture.runtime.replaceHelpers(await catalog.helpers)
+        #expect(fixture.runtime.encodedHelperIDs == ["first"])
+    }
 }
 
 extension RuntimeFixture {
