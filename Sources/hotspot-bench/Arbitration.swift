@@ -116,8 +116,7 @@ private func callsAlone(_ bench: RuntimeBench, warmup: Int, joins: Int, idle: Du
 
 /// What the all-answered joins cost in CPU, both processes together: the median, and the
 /// fastest fifth of the joins against the slowest. The joins keep both cores busy, so a
-/// slow join that used more CPU for the same work ran on a slower machine (another
-/// tenant's load, the caches) rather than waiting on something.
+/// slow join is one that used more CPU for the same work rather than one that waited.
 private func cpuPerJoin(times: [Double], cpu: [CPUUse]) -> String {
     let byTime = zip(times, cpu).sorted { $0.0 < $1.0 }
     let fifth = max(1, byTime.count / 5)
