@@ -471,10 +471,11 @@ private final class WorkerSlot: Sendable {
     fileprivate func startReader(_ process: WorkerProcess, generation: Int) {
         readerQueue.async { [self] in
             process.readFrames { bodies in
+                // The answers before a frame that is not one still count; the worker then ends.
                 var outcomes: [(id: UInt64, outcome: RawOutcome)] = []
                 outcomes.reserveCapacity(bodies.count)
                 for body in bodies {
-                    guard case (let id, .outcome(let outcome))? = try? WorkerFrame.decode(body) else { return false }
+                    guard case (let id, .outcome(let outcome))? = try? WorkerFrame.decode(body) else { break }
                     outcomes.append((id, outcome))
                 }
                 let answered = state.withLock { state -> [(Pending, RawOutcome)] in
@@ -489,7 +490,7 @@ private final class WorkerSlot: Sendable {
                 }
                 let wakeUps = answered.compactMap { pending, outcome in pending.answer?(outcome) }
                 for wakeUp in wakeUps { wakeUp() }
-                return true
+                return outcomes.count == bodies.count
             }
             workerEnded(process, generation: generation)
         }

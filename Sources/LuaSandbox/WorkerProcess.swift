@@ -103,8 +103,9 @@ final class WorkerProcess: Sendable {
     }
 
     /// Calls `body` with the frames the worker sent, those of each read together, until the
-    /// socket closes or `body` returns false. Runs on the caller's thread, which it blocks;
-    /// the same thread then calls `reap`.
+    /// socket closes, a frame is malformed (the frames before it still reach `body`), or
+    /// `body` returns false. Runs on the caller's thread, which it blocks; the same thread
+    /// then calls `reap`.
     func readFrames(_ body: ([[UInt8]]) -> Bool) {
         var assembler = FrameAssembler()
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
@@ -113,12 +114,13 @@ final class WorkerProcess: Sendable {
             guard count > 0 else { return }
             chunk.withUnsafeBytes { assembler.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
             var frames: [[UInt8]] = []
+            var malformed = false
             do {
                 while let frame = try assembler.next() { frames.append(frame) }
             } catch {
-                return
+                malformed = true
             }
-            guard frames.isEmpty || body(frames) else { return }
+            guard frames.isEmpty || body(frames), !malformed else { return }
         }
     }
 
