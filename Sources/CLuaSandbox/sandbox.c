@@ -294,6 +294,10 @@ int sbx_group_tidy_idle(sbx_group *G) {
     return more;
 }
 
+int sbx_group_takers(sbx_group *G) {
+    return (int)(atomic_load(&G->next_ticket) - atomic_load(&G->serving));
+}
+
 size_t sbx_group_pooled_bytes(sbx_group *G) {
     group_lock(G);
     size_t bytes = G->pooled_bytes;

@@ -326,6 +326,9 @@ public final class SandboxGroup: @unchecked Sendable {
     /// The bytes of freed blocks the group keeps for its next allocations (bounded).
     var pooledBytes: Int { Int(sbx_group_pooled_bytes(group)) }
 
+    /// How many runs hold the state or wait for it (for tests).
+    var takers: Int { Int(sbx_group_takers(group)) }
+
     /// A group with the standard sandbox, `modules` as host functions and, if given, the
     /// trusted `prelude` already run (within `deadline`).
     public init(modules: [HostModule] = [], prelude: ScriptSource? = nil, deadline: Deadline? = nil) throws(LuaScriptError) {

@@ -112,6 +112,8 @@ sbx_state *sbx_group_state(sbx_group *group);
 void sbx_group_close(sbx_group *group);
 /// The bytes of freed blocks the group keeps for its next allocations (at most 1 MiB).
 size_t sbx_group_pooled_bytes(sbx_group *group);
+/// How many runs hold the group's state or wait for it.
+int sbx_group_takers(sbx_group *group);
 /// One step of the work a worker with nothing else to do spends on its next calls: first
 /// restoring the standard globals of a few scripts that ran since theirs were restored
 /// (so their next calls need not), then one step of the collector, once the state has
