@@ -46,8 +46,7 @@ struct CLI {
     }
 
     static func temporaryDirectory(scripts: [String: String] = [:]) throws -> String {
-        let path = NSTemporaryDirectory() + "hotspot-cli-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let path = try scratchDirectory("cli")
         for (name, text) in scripts { try text.write(toFile: "\(path)/\(name)", atomically: true, encoding: .utf8) }
         return path
     }

@@ -7,7 +7,7 @@ import TestSupport
 struct ConnectivityProbeTests {
     /// A sysfs of made-up interfaces: `wlan9` up with a carrier, `wwan9` down, `eth9` up.
     static func fakeLinks() throws -> NetworkLink {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("hh-sysfs-\(UUID().uuidString)").path
+        let root = scratchPath("sysfs")
         func write(_ path: String, _ text: String) throws {
             try FileManager.default.createDirectory(atPath: (root + "/" + path as NSString).deletingLastPathComponent,
                                                     withIntermediateDirectories: true)

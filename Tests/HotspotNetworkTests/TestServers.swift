@@ -272,10 +272,9 @@ final class TestTLSServer: Sendable {
         try process.run()
     }
 
-    /// A server with its certificates in a new temporary directory, which `stop()` removes.
+    /// A server with its certificates in a new scratch directory, which `stop()` removes.
     static func start() async throws -> TestTLSServer {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hh-tls-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory("tls")
         return try await onOwnThread { try TestTLSServer(directory: directory) }
     }
 

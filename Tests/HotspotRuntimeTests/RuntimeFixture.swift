@@ -1,6 +1,7 @@
 import Foundation
 import LuaSandbox
 import Synchronization
+import TestSupport
 // `eventually` for every suite of this target.
 @_exported import TestSupport
 @testable import HotspotRuntime
@@ -31,9 +32,7 @@ struct RuntimeFixture {
     let events: EventLog
 
     static func temporaryDirectory() -> String {
-        let path = NSTemporaryDirectory() + "hotspot-tests-" + UUID().uuidString
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
+        try! scratchDirectory("runtime")
     }
 
     init(scripts: [String: String], stateDirectory: String? = nil,

@@ -1,14 +1,13 @@
 import Foundation
 @testable import LuaSandbox
 import Testing
+import TestSupport
 
 @Suite struct WorkerProcessTests {
     /// A worker that writes a frame and then a malformed one in one write: the good frame
     /// still reaches the reader, which then stops.
     @Test func theFramesBeforeAMalformedOneAreRead() throws {
-        let directory = NSTemporaryDirectory() + "worker-process-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try scratchDirectory("worker-process")
         let executable = directory + "/worker.sh"
         // A 9-byte frame, then a length below the 9 bytes every frame has.
         try #"""

@@ -4,6 +4,7 @@ import FoundationXML
 #endif
 import PortalSimulator
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct HostilePortalTests {
     @Test func gzipBombIsSmallAndInflatesPast64MiB() async throws {
@@ -14,7 +15,7 @@ import Testing
             #expect(bomb.header("Content-Length") == String(bomb.body.count))
             #expect(bomb.body.count < 100_000)
             #expect(bomb.body.starts(with: [0x1F, 0x8B, 8]))
-            let path = temporaryPath("bomb")
+            let path = scratchPath("bomb")
             try bomb.body.write(to: URL(fileURLWithPath: path))
             defer { try? FileManager.default.removeItem(atPath: path) }
             // gzip checks the CRC and the length in the trailer too.

@@ -1,6 +1,7 @@
 import Foundation
 import PortalSimulator
 import Testing
+import TestSupport
 
 /// `hotspot-helper simulate`, run from the built executable as a user would.
 @Suite(.serialized) struct SimulateCommandTests {
@@ -28,7 +29,7 @@ import Testing
     }
 
     @Test func runsUntilSIGTERMAndThenExits0() async throws {
-        let output = temporaryPath("simulate-out")
+        let output = scratchPath("simulate-out")
         _ = FileManager.default.createFile(atPath: output, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: output) }
         let process = Process()

@@ -1,6 +1,7 @@
 import Foundation
 import PortalSimulator
 import Testing
+import TestSupport
 
 /// One HTTP response as curl saw it.
 struct HTTPReply {
@@ -27,7 +28,7 @@ struct Device {
     init(_ portal: SimulatedPortal, address: String = "127.0.0.1", keepsCookies: Bool = false) {
         port = portal.port
         self.address = address
-        cookieJar = keepsCookies ? temporaryPath("cookies") : nil
+        cookieJar = keepsCookies ? scratchPath("cookies") : nil
     }
 
     /// `path` on portal.aroma.example, or an absolute URL.
@@ -45,7 +46,7 @@ struct Device {
     }
 
     private func fetch(_ url: String, arguments: [String], maxTime: Double = 10) async throws -> HTTPReply {
-        let headers = temporaryPath("headers"), body = temporaryPath("body")
+        let headers = scratchPath("headers"), body = scratchPath("body")
         defer { try? FileManager.default.removeItem(atPath: headers); try? FileManager.default.removeItem(atPath: body) }
         var options = [
             "-s", "-S", "--max-time", String(maxTime), "--connect-to", "::127.0.0.1:\(port)", "--interface", address,
@@ -83,7 +84,7 @@ struct ProcessRun {
 /// Runs a program to its end without blocking a thread of the cooperative pool, which the
 /// simulator's handlers need too; output goes through files, read once it has ended.
 func runProcess(_ executable: String, _ arguments: [String]) async throws -> ProcessRun {
-    let output = temporaryPath("out"), errors = temporaryPath("err")
+    let output = scratchPath("out"), errors = scratchPath("err")
     _ = FileManager.default.createFile(atPath: output, contents: nil)
     _ = FileManager.default.createFile(atPath: errors, contents: nil)
     defer { try? FileManager.default.removeItem(atPath: output); try? FileManager.default.removeItem(atPath: errors) }
@@ -101,9 +102,6 @@ func runProcess(_ executable: String, _ arguments: [String]) async throws -> Pro
         errors: String(decoding: FileManager.default.contents(atPath: errors) ?? Data(), as: UTF8.self))
 }
 
-func temporaryPath(_ kind: String) -> String {
-    NSTemporaryDirectory() + "portal-simulator-tests-\(kind)-" + UUID().uuidString
-}
 
 /// Runs `body` against a freshly started portal, and stops the portal whatever happens.
 func withPortal(
