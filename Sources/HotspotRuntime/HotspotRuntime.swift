@@ -165,8 +165,10 @@ public actor HotspotRuntime {
     private func evaluate(_ ssid: String) async -> HotspotState {
         guard let network = sessions[ssid]?.network else { return .inactive }
         transition(ssid, to: .evaluating, helper: nil)
-        let saved = persistence.snapshot  // once, not once per helper
-        let candidates = helpers.filter { isEnabled($0.id, for: ssid, in: saved) }
+        // The join waits for this before its first helper is asked: no lookup per helper
+        // when none is off, as is usual.
+        let off = persistence.snapshot.helpersOff(for: ssid)
+        let candidates = off.isEmpty ? helpers : helpers.filter { !off.contains($0.id) }
         var winner: HelperScript?
         await sendAll(.evaluate, to: candidates, network: network, cookieSession: sessions[ssid]?.cookieSession) { helper, response in
             if response.confidence == .high {
@@ -320,7 +322,8 @@ public actor HotspotRuntime {
 
     /// Runs `filter_scan_list` on every enabled helper and returns what each claims.
     public func filterScanList(_ networks: [NetworkDescription]) async -> [NetworkClaim] {
-        let candidates = helpers.filter { !persistence.snapshot.disabledHelpers.contains($0.id) }
+        let off = persistence.snapshot.disabledHelpers
+        let candidates = off.isEmpty ? helpers : helpers.filter { !off.contains($0.id) }
         var claims: [NetworkClaim] = []
         await sendAll(.filterScanList, to: candidates, network: nil, networkList: networks) { helper, response in
             guard response.result == .success else { return true }
@@ -448,15 +451,8 @@ public actor HotspotRuntime {
     // MARK: commands
 
     private func usableHelper(_ id: String, for ssid: String) -> HelperScript? {
-        guard isEnabled(id, for: ssid, in: persistence.snapshot) else { return nil }
+        guard !persistence.snapshot.helpersOff(for: ssid).contains(id) else { return nil }
         return helpers.first { $0.id == id }
-    }
-
-    /// Whether the helper may be asked about the network: not switched off, everywhere or
-    /// for it, and not excluded from it.
-    private func isEnabled(_ id: String, for ssid: String, in saved: PersistentState) -> Bool {
-        !saved.disabledHelpers.contains(id) && saved.disabledForNetwork[ssid]?.contains(id) != true
-            && saved.exclusions[ssid]?.contains(id) != true
     }
 
     /// Sends one command to one helper and reports it.
@@ -484,8 +480,9 @@ public actor HotspotRuntime {
                              networkList: [NetworkDescription]? = nil, cookieSession: String? = nil,
                              _ take: (HelperScript, HelperResponse) -> Bool) async {
         let start = Deadline.now
-        let (handling, notHandling) = (helpers.filter { $0.handlers.contains(command) },
-                                       helpers.filter { !$0.handlers.contains(command) })
+        let (handling, notHandling) = helpers.allSatisfy({ $0.handlers.contains(command) })
+            ? (helpers, [])  // as usual: no copies of the list
+            : (helpers.filter { $0.handlers.contains(command) }, helpers.filter { !$0.handlers.contains(command) })
         for helper in notHandling {
             guard take(helper, conclude(command, helper, network: network, outcome: nil, since: start)) else { return }
         }

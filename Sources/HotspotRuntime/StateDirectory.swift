@@ -18,6 +18,12 @@ public struct PersistentState: Codable, Sendable, Equatable {
     public var disabledForNetwork: [String: Set<String>] = [:]
 
     public init() {}
+
+    /// The helpers not to ask about `ssid`: switched off everywhere or for it, or excluded
+    /// from it. Usually none.
+    func helpersOff(for ssid: String) -> Set<String> {
+        disabledHelpers.union(disabledForNetwork[ssid] ?? []).union(exclusions[ssid] ?? [])
+    }
 }
 
 /// The state directory: `state.json` and `store/<helper>.json`. Every write is atomic
