@@ -165,8 +165,7 @@ public actor HotspotRuntime {
     private func evaluate(_ ssid: String) async -> HotspotState {
         guard let network = sessions[ssid]?.network else { return .inactive }
         transition(ssid, to: .evaluating, helper: nil)
-        // The join waits for this before its first helper is asked: no lookup per helper
-        // when none is off, as is usual.
+        // Gathered once: no lookup per helper when none is off, as is usual.
         let off = persistence.snapshot.helpersOff(for: ssid)
         let candidates = off.isEmpty ? helpers : helpers.filter { !off.contains($0.id) }
         var winner: HelperScript?
