@@ -1,7 +1,6 @@
 import Foundation
 import LuaSandbox
 import Synchronization
-import TestSupport
 // `eventually` for every suite of this target.
 @_exported import TestSupport
 @testable import HotspotRuntime

@@ -201,28 +201,17 @@ import TestSupport
         let looper = try script("return { loop = function() while true do end end }", in: group)
         let (matching, looping) = (OneThreadAtATime(matcher), OneThreadAtATime(looper))
         async let matched = onOwnThread { matching.state.call("match").result }
-        try await waitFor(takers: 1, of: group)  // the matcher holds the state
+        // Not a fixed sleep: on a loaded machine a thread may take longer to get there.
+        try await eventually { group.takers == 1 }  // the matcher holds the state
         let start = Deadline.now
         async let looped = onOwnThread { looping.state.call("loop", deadline: .after(.seconds(10))).result }
-        try await waitFor(takers: 2, of: group)  // the looper waits for it
+        try await eventually { group.takers == 2 }  // the looper waits for it
         looper.interruptHandle.interrupt()
         guard case .failure(let error) = try await looped else { Issue.record("the loop returned"); return }
         #expect(error.kind == .cancelled)
         #expect(milliseconds(since: start) < 8000)
         #expect(try await matched.get() == [nil])
     }
-
-    /// Waits until `count` runs hold `group`'s state or wait for it: a fixed sleep is not
-    /// enough on a loaded machine, where a thread may take longer to get there.
-    private func waitFor(takers count: Int, of group: SandboxGroup) async throws {
-        let giveUp = Deadline.after(.seconds(5))
-        while group.takers < count {
-            guard !giveUp.hasPassed else { throw TakersNotReached(count: count) }
-            try await Task.sleep(for: .milliseconds(1))
-        }
-    }
-
-    private struct TakersNotReached: Error { let count: Int }
 
     @Test func objectsCollectedWhileAnotherScriptRunsAreReleasedForTheirOwner() throws {
         let tracker = ResourceTracker()
