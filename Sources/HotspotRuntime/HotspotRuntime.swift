@@ -165,9 +165,7 @@ public actor HotspotRuntime {
     private func evaluate(_ ssid: String) async -> HotspotState {
         guard let network = sessions[ssid]?.network else { return .inactive }
         transition(ssid, to: .evaluating, helper: nil)
-        // Gathered once: no lookup per helper when none is off, as is usual.
-        let off = persistence.snapshot.helpersOff(for: ssid)
-        let candidates = off.isEmpty ? helpers : helpers.filter { !off.contains($0.id) }
+        let candidates = helpers(except: persistence.snapshot.helpersOff(for: ssid))
         var winner: HelperScript?
         await sendAll(.evaluate, to: candidates, network: network, cookieSession: sessions[ssid]?.cookieSession) { helper, response in
             if response.confidence == .high {
@@ -321,8 +319,7 @@ public actor HotspotRuntime {
 
     /// Runs `filter_scan_list` on every enabled helper and returns what each claims.
     public func filterScanList(_ networks: [NetworkDescription]) async -> [NetworkClaim] {
-        let off = persistence.snapshot.disabledHelpers
-        let candidates = off.isEmpty ? helpers : helpers.filter { !off.contains($0.id) }
+        let candidates = helpers(except: persistence.snapshot.disabledHelpers)
         var claims: [NetworkClaim] = []
         await sendAll(.filterScanList, to: candidates, network: nil, networkList: networks) { helper, response in
             guard response.result == .success else { return true }
@@ -448,6 +445,12 @@ public actor HotspotRuntime {
     }
 
     // MARK: commands
+
+    /// The helpers not in `off`; the list itself when none is off, as is usual, so a
+    /// command to every helper neither copies it nor looks each one up.
+    private func helpers(except off: Set<String>) -> [HelperScript] {
+        off.isEmpty ? helpers : helpers.filter { !off.contains($0.id) }
+    }
 
     private func usableHelper(_ id: String, for ssid: String) -> HelperScript? {
         guard !persistence.snapshot.helpersOff(for: ssid).contains(id) else { return nil }

@@ -102,7 +102,6 @@ func runProcess(_ executable: String, _ arguments: [String]) async throws -> Pro
         errors: String(decoding: FileManager.default.contents(atPath: errors) ?? Data(), as: UTF8.self))
 }
 
-
 /// Runs `body` against a freshly started portal, and stops the portal whatever happens.
 func withPortal(
     _ scenario: Scenario, settings: ScenarioSettings = .init(), dnsPort: Int? = nil,
