@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "LuaSandbox", targets: ["LuaSandbox"]),
+        .library(name: "HotspotCore", targets: ["HotspotCore"]),
         .library(name: "HotspotRuntime", targets: ["HotspotRuntime"]),
         .executable(name: "hotspot-helper", targets: ["hotspot-helper"]),
         .executable(name: "hotspot-helper-devtools", targets: ["hotspot-helper-devtools"]),
@@ -35,22 +36,25 @@ let package = Package(
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // `make bench`: the engine measured against the hotspot's runtime goals.
         .executableTarget(
-            name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotRuntime", "ScriptLibraries", "HotspotNetwork", "PortalSimulator"], swiftSettings: swiftSettings),
+            name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotCore", "HotspotRuntime", "ScriptLibraries", "HotspotNetwork", "PortalSimulator"], swiftSettings: swiftSettings),
         // libcurl, opened on first use (dlopen), and its variadic setters, which Swift cannot call.
         .target(name: "CCurl"),
         // libxml2's tolerant HTML parser and OpenSSL's digests, for the script libraries.
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "COpenSSLCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // The hotspot model and its state machine, with no I/O: helpers, persistence, the
+        // network's checks and time are seams (protocols) that the runtime implements.
+        .target(name: "HotspotCore", swiftSettings: swiftSettings),
         // The network layer: host allowlists, URLs, bound HTTP with cookies, bound DNS.
         // Foundation-free, because it runs inside the worker processes.
-        .target(name: "HotspotNetwork", dependencies: ["CCurl"], swiftSettings: swiftSettings),
+        .target(name: "HotspotNetwork", dependencies: ["CCurl", "HotspotCore"], swiftSettings: swiftSettings),
         // Host libraries for venue scripts (run inside the worker processes).
         .target(
             name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "CLibXML2", "COpenSSLCrypto"],
             swiftSettings: swiftSettings),
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
-        .target(name: "HotspotRuntime", dependencies: ["LuaSandbox", "CLuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
+        .target(name: "HotspotRuntime", dependencies: ["HotspotCore", "LuaSandbox", "CLuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
         // The portal simulator: captive-portal scenarios on a real HTTP server.
         .target(
             name: "PortalSimulator", dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
@@ -59,7 +63,8 @@ let package = Package(
         .target(
             name: "HotspotCommandLine",
             dependencies: [
-                "HotspotRuntime", "HotspotNetwork", "LuaSandbox", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "HotspotCore", "HotspotRuntime", "HotspotNetwork", "LuaSandbox",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
         // The command line, thin, on top of the runtime: what a device runs. It is also the
@@ -67,7 +72,7 @@ let package = Package(
         .executableTarget(
             name: "hotspot-helper",
             dependencies: [
-                "HotspotCommandLine", "HotspotRuntime", "HotspotNetwork", "LuaSandbox", "ScriptLibraries",
+                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotNetwork", "LuaSandbox", "ScriptLibraries",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -75,7 +80,7 @@ let package = Package(
         .executableTarget(
             name: "hotspot-helper-devtools",
             dependencies: [
-                "HotspotCommandLine", "HotspotRuntime", "HotspotNetwork", "PortalSimulator",
+                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotNetwork", "PortalSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -84,12 +89,12 @@ let package = Package(
         // What several test targets share: running blocking work off Swift concurrency's threads.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
-            name: "HotspotRuntimeTests", dependencies: ["HotspotRuntime", "HotspotNetwork", "ScriptLibraries", "PortalSimulator", "TestSupport"],
+            name: "HotspotRuntimeTests", dependencies: ["HotspotCore", "HotspotRuntime", "HotspotNetwork", "ScriptLibraries", "PortalSimulator", "TestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HotspotNetworkTests",
             dependencies: [
-                "HotspotNetwork", "ScriptLibraries", "LuaSandbox", "HotspotRuntime", "TestSupport",
+                "HotspotCore", "HotspotNetwork", "ScriptLibraries", "LuaSandbox", "HotspotRuntime", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -102,6 +107,7 @@ let package = Package(
         .testTarget(
             name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "TestSupport"], exclude: ["Scenarios"],
             swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotCoreTests", dependencies: ["HotspotCore"], swiftSettings: swiftSettings),
         .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "TestSupport"], swiftSettings: swiftSettings),
     ]
 )

@@ -2,8 +2,9 @@
 import Glibc
 #endif
 import FoundationEssentials
-package import HotspotRuntime
+import HotspotRuntime
 import Synchronization
+package import HotspotCore
 
 /// Renders events as JSON lines or as a timeline for people (coloured on a terminal).
 package final class EventOutput: Sendable {

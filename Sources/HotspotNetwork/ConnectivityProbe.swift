@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Synchronization
+public import HotspotCore
 
 /// The probes of one check, and how many must pass.
 public struct ProbeSet: Sendable, Hashable {
@@ -84,12 +85,7 @@ public typealias PortalURLFinder = @Sendable (HTTPResponse) -> (url: String, sou
 /// - `not_connected`: otherwise: no interface, or it is down or without a carrier.
 /// - `determining`: the check was cancelled or ran out of time before any of these was certain.
 public struct ConnectivityVerdict: Sendable, Equatable {
-    public enum State: String, Sendable, Codable {
-        case connected
-        case connectedWithoutInternet = "connected_without_internet"
-        case captive, partial, determining
-        case notConnected = "not_connected"
-    }
+    public typealias State = ConnectivityState
 
     public var state: State
     /// Where to log in, when captive.

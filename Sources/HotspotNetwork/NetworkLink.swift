@@ -2,10 +2,7 @@
 import Glibc
 #endif
 
-/// What kind of link an interface is, as a `connected_without_internet` verdict names it.
-public enum InterfaceKind: String, Sendable, Codable {
-    case wifi, ethernet, cellular
-}
+public import HotspotCore
 
 /// What the kernel says about the device's links: which interface the default route
 /// leaves by, whether an interface is up with a carrier, and what kind it is. Reads

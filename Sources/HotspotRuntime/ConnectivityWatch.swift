@@ -1,6 +1,7 @@
+public import HotspotCore
 public import HotspotNetwork
 
-extension HotspotRuntime {
+extension HotspotMachine where Transport == ScriptTransport {
     /// Watches the connectivity of a joined network over its interface and resolvers, with
     /// its probes (`probeURLs`, or `settings.probes` when it has none). Every change (the
     /// first `determining` included) is reported as a `connectivity` event and yielded;
@@ -20,7 +21,7 @@ extension HotspotRuntime {
         let changes = AsyncStream<ConnectivityVerdict> { continuation in
             let task = Task {
                 for await verdict in monitor.changes() {
-                    emit(HotspotEvent(connectivity: verdict, network: ssid))
+                    emit(.connectivity(ConnectivityEvent(verdict, network: ssid)))
                     continuation.yield(verdict)
                 }
                 continuation.finish()

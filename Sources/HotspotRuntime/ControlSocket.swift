@@ -4,6 +4,7 @@ import Glibc
 import Dispatch
 import FoundationEssentials
 import Synchronization
+public import HotspotCore
 
 /// What a person asks a running daemon (`hotspot-helper ui|logoff|disable|enable`).
 public struct ControlRequest: Codable, Sendable, Equatable {

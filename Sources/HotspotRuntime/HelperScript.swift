@@ -1,6 +1,7 @@
 import FoundationEssentials
 public import LuaSandbox
 public import HotspotNetwork
+public import HotspotCore
 
 /// A venue script loaded as a helper.
 public struct HelperScript: Sendable, Hashable {

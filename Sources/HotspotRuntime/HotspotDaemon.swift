@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 public import HotspotNetwork
+public import HotspotCore
 
 /// `hotspot-helper run`: the runtime kept going on a device. It joins the networks its
 /// sources describe, leaves and joins them again as their links go down and up, reloads
@@ -72,8 +73,7 @@ public actor HotspotDaemon {
                 if isUp {
                     group.addTask { await self.runtime.join(network) }
                 } else {
-                    emit(HotspotEvent(event: .log, network: network.ssid, level: "info",
-                                      message: "\(network.interface ?? "?") is down; \(network.ssid) is joined when it comes up"))
+                    emit(.log(.info, "\(network.interface ?? "?") is down; \(network.ssid) is joined when it comes up", network: network.ssid))
                 }
             }
         }
@@ -86,7 +86,7 @@ public actor HotspotDaemon {
     public func reload(reason: String) async -> HelperCatalog.Change {
         let change = await catalog.refresh()
         if change.changesHelpers { await runtime.replaceHelpers(await catalog.helpers) }
-        emit(HotspotEvent(event: .reload, reason: reason, reload: HotspotEvent.ReloadSummary(change)))
+        emit(.reload(ReloadEvent(reason: reason, change)))
         return change
     }
 
@@ -146,8 +146,7 @@ public actor HotspotDaemon {
             return ControlReply(ok: false, message: "the state directory could not be written: \(error)")
         }
         let scope = request.network.map { " for \($0)" } ?? " everywhere"
-        emit(HotspotEvent(event: .log, network: request.network, helper: id, level: "info",
-                          message: "\(enabled ? "enabled" : "disabled")\(scope) by the user"))
+        emit(.log(.info, "\(enabled ? "enabled" : "disabled")\(scope) by the user", network: request.network, helper: id))
         return ControlReply(ok: true, message: "\(id) is \(enabled ? "enabled" : "disabled")\(scope)")
     }
 
@@ -160,14 +159,14 @@ public actor HotspotDaemon {
         do {
             changes = try runtime.watchConnectivity(of: network, settings: settings).changes
         } catch {
-            emit(HotspotEvent(event: .log, network: network.ssid, level: "error", message: "cannot watch connectivity: \(error)"))
+            emit(.log(.error, "cannot watch connectivity: \(error)", network: network.ssid))
             return
         }
         let runtime = runtime, emit = emit, ssid = network.ssid
         connectivityWatches.append(Task {
             for await verdict in changes where verdict.state == .captive {
                 guard await runtime.state(of: ssid) == .authenticated else { continue }
-                emit(HotspotEvent(event: .log, network: ssid, level: "info", message: "\(ssid) is captive again: maintaining now"))
+                emit(.log(.info, "\(ssid) is captive again: maintaining now", network: ssid))
                 await runtime.maintain(ssid)
             }
         })
@@ -194,11 +193,11 @@ public actor HotspotDaemon {
             guard isUp != wasUp[network.ssid] else { continue }
             up[network.ssid] = isUp
             if isUp {
-                emit(HotspotEvent(event: .log, network: network.ssid, level: "info", message: "\(network.interface ?? "?") is up: joining"))
+                emit(.log(.info, "\(network.interface ?? "?") is up: joining", network: network.ssid))
                 network.didAutoJoin = true
                 await runtime.join(network)
             } else {
-                emit(HotspotEvent(event: .log, network: network.ssid, level: "info", message: "\(network.interface ?? "?") is down: leaving"))
+                emit(.log(.info, "\(network.interface ?? "?") is down: leaving", network: network.ssid))
                 await runtime.leave(network.ssid)
             }
         }

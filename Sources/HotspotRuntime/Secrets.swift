@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
+public import HotspotCore
 import HotspotNetwork
 
 /// Venue credentials for `cmd:secret(name)`, read from a file with one section per helper:
@@ -33,10 +34,7 @@ public struct Secrets: Sendable, Equatable {
 
     public func redact(_ event: HotspotEvent) -> HotspotEvent {
         guard !values.isEmpty else { return event }
-        var event = event
-        event.message = event.message.map(redact)
-        event.error = event.error.map(redact)
-        return event
+        return event.mappingText(redact)
     }
 
     /// Reads and checks the file; every problem names the file, the line and the fix.

@@ -3,34 +3,13 @@ import Glibc
 #endif
 import FoundationEssentials
 import Synchronization
-
-/// What the runtime remembers across restarts, apart from the helpers' stores.
-public struct PersistentState: Codable, Sendable, Equatable {
-    /// The helper that authenticated each network (by SSID).
-    public var chosenHelpers: [String: String] = [:]
-    /// Helpers excluded from a network after answering `unsupported_network`.
-    public var exclusions: [String: Set<String>] = [:]
-    /// Networks whose auto-join was disabled by a `failure`.
-    public var autoJoinDisabled: Set<String> = []
-    /// Helpers the user switched off everywhere.
-    public var disabledHelpers: Set<String> = []
-    /// Helpers the user switched off for one SSID.
-    public var disabledForNetwork: [String: Set<String>] = [:]
-
-    public init() {}
-
-    /// The helpers not to ask about `ssid`: switched off everywhere or for it, or excluded
-    /// from it. Usually none.
-    func helpersOff(for ssid: String) -> Set<String> {
-        disabledHelpers.union(disabledForNetwork[ssid] ?? []).union(exclusions[ssid] ?? [])
-    }
-}
+public import HotspotCore
 
 /// The state directory: `state.json` and `store/<helper>.json`. Every write is atomic
 /// (temporary file, fsync, rename, fsync of the directory), so a `kill -9` at any moment
 /// leaves either the old or the new file. A file that cannot be read is moved aside and
 /// reported, never silently dropped. Without a path everything stays in memory.
-public final class StateDirectory: Sendable {
+public final class StateDirectory: HotspotPersistence {
     public let path: String?
     private let state: Mutex<PersistentState>
     private let stores: Mutex<[String: [String: [String: String]]]>

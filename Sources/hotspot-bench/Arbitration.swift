@@ -3,6 +3,7 @@ import Glibc
 #endif
 import HotspotRuntime
 import LuaSandbox
+import HotspotCore
 
 /// Figure 6: evaluate arbitration with 1, 10 and 100 helpers, from `join` to the decision
 /// (the transition out of `evaluating`). Two cases: nobody claims the network, so the

@@ -4,6 +4,7 @@ import Glibc
 import HotspotRuntime
 import LuaSandbox
 import ScriptLibraries
+import HotspotCore
 
 /// Beside figure 6: what the evaluate commands cost in Lua alone. The arbitration's helper
 /// scripts, each in its own `SandboxedState` with the helper prelude, as in a worker, called

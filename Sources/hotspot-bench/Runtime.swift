@@ -1,6 +1,7 @@
 import HotspotRuntime
 import LuaSandbox
 import Synchronization
+import HotspotCore
 
 /// A hotspot runtime over a real engine, as the `hotspot-helper` command builds one: the
 /// helper worker beside this executable, the scripts in a temporary directory, and no
@@ -76,16 +77,16 @@ final class RuntimeProbe: Sendable {
     let failedCommands = Atomic<Int>(0)
 
     func record(_ event: HotspotEvent) {
-        switch event.event {
-        case .state where event.from == .evaluating:
+        switch event {
+        case .state(let change) where change.from == .evaluating:
             let now = Deadline.now.nanoseconds
-            decision.withLock { $0 = Decision(at: now, to: event.to ?? .inactive, helper: event.helper) }
-        case .command where event.result != .success:
+            decision.withLock { $0 = Decision(at: now, to: change.to, helper: change.helper) }
+        case .command(let answered) where answered.result != .success:
             // Helpers cancelled once another claimed the network do not count.
-            if event.error != "cancelled" { failedCommands.add(1, ordering: .relaxed) }
-        case .log:
+            if answered.error != "cancelled" { failedCommands.add(1, ordering: .relaxed) }
+        case .log(let line):
             // Scripts that time themselves report by logging.
-            if let message = event.message { logMessages.withLock { $0.append(message) } }
+            logMessages.withLock { $0.append(line.message) }
         default:
             break
         }

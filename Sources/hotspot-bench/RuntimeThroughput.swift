@@ -1,5 +1,6 @@
 import HotspotRuntime
 import LuaSandbox
+import HotspotCore
 
 /// Figure 7: commands per second through the runtime. `networks` networks are joined
 /// (each claimed and authenticated by one of `helpers` helpers), then one caller per

@@ -1,6 +1,7 @@
 import HotspotRuntime
 import LuaSandbox
 import PortalSimulator
+import HotspotCore
 
 /// A bound GET through a script: an `authenticate` handler that fetches a small page
 /// (the `click-through` simulator's login form, on 127.0.0.1) `requests` times with

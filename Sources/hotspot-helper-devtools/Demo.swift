@@ -4,6 +4,7 @@ import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime
 import PortalSimulator
+import HotspotCore
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

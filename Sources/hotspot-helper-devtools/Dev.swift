@@ -9,6 +9,7 @@ import HotspotRuntime
 import LuaSandbox
 import PortalSimulator
 import Synchronization
+import HotspotCore
 
 struct Dev: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -90,7 +91,7 @@ struct Dev: AsyncParsableCommand {
         defer { progress.stop() }
 
         let first = await catalog.refresh()
-        output.write(HotspotEvent(event: .reload, reason: "started", reload: HotspotEvent.ReloadSummary(first)))
+        output.write(.reload(ReloadEvent(reason: "started", first)))
         if once {
             guard let helper = await catalog.helpers.first else {
                 LoadedHelpers.report(first.problems, output: output)
@@ -117,7 +118,7 @@ struct Dev: AsyncParsableCommand {
         output.note("watching \(script): save it to run again; Ctrl-C stops")
         for await _ in watcher.changes {
             let change = await catalog.refresh()
-            output.write(HotspotEvent(event: .reload, reason: "saved", reload: HotspotEvent.ReloadSummary(change)))
+            output.write(.reload(ReloadEvent(reason: "saved", change)))
             guard change.changesHelpers, let helper = await catalog.helpers.first else { continue }
             _ = try await session.run(helper)
             output.note("watching \(script): save it to run again; Ctrl-C stops")
@@ -184,7 +185,7 @@ private actor DevSession {
         }
         await runtime.stopTimers()
         progress.observe(nil)
-        output.write(HotspotEvent(event: .done, network: ssid, helper: claimedBy, state: reached))
+        output.write(.done(DoneEvent(network: ssid, state: reached, helper: claimedBy)))
         let milliseconds = Int((ContinuousClock.now - started) / .milliseconds(1))
         output.note("run \(runs) ended \(reached.rawValue) in \(milliseconds) ms")
         return reached
@@ -273,11 +274,13 @@ final class ProgressLine: Sendable {
     func observe(_ event: HotspotEvent?) {
         activity.withLock { current in
             if current?.shown == true, terminal { Self.write("\r\u{1B}[2K") }
-            if let event, event.event == .state, let to = event.to,
-               [.evaluating, .authenticating, .maintaining, .loggingOff].contains(to) {
-                current = Activity(text: to.rawValue + (event.helper.map { " (\($0))" } ?? ""), started: .now)
-            } else if event == nil || event?.event == .command || event?.event == .state {
+            switch event {
+            case .state(let change) where [.evaluating, .authenticating, .maintaining, .loggingOff].contains(change.to):
+                current = Activity(text: change.to.rawValue + (change.helper.map { " (\($0))" } ?? ""), started: .now)
+            case nil, .command, .state:
                 current = nil
+            default:
+                break
             }
         }
     }

@@ -3,6 +3,7 @@ import HotspotCommandLine
 import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime
+import HotspotCore
 
 struct Connect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -72,14 +73,14 @@ struct Connect: AsyncParsableCommand {
         let runtime = HotspotRuntime(engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,
                                      configuration: configuration, events: output.write)
         let api = captivePortalAPI.uri(interface: network.interface)
-        if let note = api.note { output.write(HotspotEvent(event: .log, network: ssid, level: "info", message: note)) }
+        if let note = api.note { output.write(.log(.info, note, network: ssid)) }
         let joined = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure,
                                          interface: network.interface, resolvers: network.resolvers, probeURLs: keeping.probeURLs,
                                          captivePortalAPI: api.uri)
         await runtime.join(joined)
         if stay > 0 { try? await Task.sleep(for: .seconds(stay)) }
         let state = await runtime.state(of: ssid)
-        output.write(HotspotEvent(event: .done, network: ssid, helper: await runtime.chosenHelper(of: ssid), state: state))
+        output.write(.done(DoneEvent(network: ssid, state: state, helper: await runtime.chosenHelper(of: ssid))))
         if state != .authenticated { throw ExitCode(1) }
     }
 }

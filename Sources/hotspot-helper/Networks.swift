@@ -3,6 +3,7 @@ import HotspotCommandLine
 import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime
+import HotspotCore
 
 struct Networks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -41,7 +42,7 @@ struct Networks: AsyncParsableCommand {
         // Only failures are worth showing here; the table says the rest.
         let runtime = HotspotRuntime(engine: loaded.engine, helpers: loaded.helpers, persistence: try StateDirectory(path: nil),
                                      configuration: .init(secrets: loadedSecrets)) { event in
-            if event.event == .command, event.result == .failure { output.write(event) }
+            if case .command(let answered) = event, answered.result == .failure { output.write(event) }
         }
         guard watch else {
             output.line(table(networks, await runtime.filterScanList(networks)))

@@ -7,6 +7,7 @@ import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime
 import LuaSandbox
+import HotspotCore
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -107,14 +108,14 @@ struct Run: AsyncParsableCommand {
                                      configuration: configuration, events: output.write)
         let networks = try sourceTexts.map(sources).map { source in
             let api = captivePortalAPI.uri(interface: source.interface)
-            if let note = api.note { output.write(HotspotEvent(event: .log, network: source.ssid, level: "info", message: note)) }
+            if let note = api.note { output.write(.log(.info, note, network: source.ssid)) }
             return NetworkDescription(ssid: source.ssid, interface: source.interface, resolvers: resolverOptions.resolvers,
                                       probeURLs: keeping.probeURLs, captivePortalAPI: api.uri)
         }
         let connectivity = probeInterval > 0 ? ConnectivityMonitor.Settings(interval: .milliseconds(Int64(probeInterval * 1000))) : nil
         let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, networks: networks, connectivity: connectivity,
                                    events: output.write)
-        output.write(HotspotEvent(event: .reload, reason: "started", reload: HotspotEvent.ReloadSummary(firstLoad)))
+        output.write(.reload(ReloadEvent(reason: "started", firstLoad)))
 
         let control: ControlServer
         do {
@@ -135,15 +136,14 @@ struct Run: AsyncParsableCommand {
         defer { reloads.cancel() }
 
         let sourceList = networks.map { "\($0.ssid) on \($0.interface ?? "?")" }.joined(separator: ", ")
-        output.write(HotspotEvent(event: .log, level: "info",
-                                  message: "running \(helpers.count) helper\(helpers.count == 1 ? "" : "s") for \(sourceList); control socket \(control.path)"))
+        output.write(.log(.info, "running \(helpers.count) helper\(helpers.count == 1 ? "" : "s") for \(sourceList); control socket \(control.path)"))
         await daemon.start()
         for await signal in signals.received {
             if signal == SIGHUP {
                 await daemon.reload(reason: "SIGHUP")
                 continue
             }
-            output.write(HotspotEvent(event: .log, level: "info", message: "stopping on \(signal == SIGTERM ? "SIGTERM" : "SIGINT")"))
+            output.write(.log(.info, "stopping on \(signal == SIGTERM ? "SIGTERM" : "SIGINT")"))
             break
         }
         await daemon.stop()

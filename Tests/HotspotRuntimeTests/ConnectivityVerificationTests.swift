@@ -2,6 +2,7 @@ import HotspotNetwork
 import PortalSimulator
 import Testing
 @testable import HotspotRuntime
+import HotspotCore
 
 /// The runtime checks a helper's `success` with the network's probes, against the
 /// simulator's click-through portal on loopback.
@@ -25,17 +26,17 @@ struct ConnectivityVerificationTests {
 
         #expect(state == .failure)
         #expect(fixture.events.transitions.suffix(2) == ["evaluating>authenticating", "authenticating>failure"])
-        let check = try #require(fixture.events.all.first { $0.event == .connectivity })
+        let check = try #require(fixture.events.connectivity.first)
         #expect(check.verdict == .captive)
         #expect(check.helper == "liar")
         #expect(check.portalURL == portal.url + "login")
-        #expect(check.jsonLine.hasPrefix(#"{"event":"connectivity","network":"Cafe","verdict":"captive","portal_url":"\#(portal.url)login""#))
-        let warning = try #require(fixture.events.all.first { $0.level == "warn" && $0.helper == "liar" })
+        #expect(HotspotEvent.connectivity(check).jsonLine.hasPrefix(#"{"event":"connectivity","network":"Cafe","verdict":"captive","portal_url":"\#(portal.url)login""#))
+        let warning = try #require(fixture.events.logs.first { $0.level == .warn && $0.helper == "liar" })
         #expect(warning.message == "helper liar claimed success but the network is still captive at \(portal.url)login")
         // Retried like a temporary failure; nothing is remembered for the next join.
-        #expect(fixture.events.all.contains { $0.message?.hasPrefix("retrying Cafe") == true })
-        #expect(fixture.runtime.persistence.snapshot.chosenHelpers["Cafe"] == nil)
-        #expect(!fixture.runtime.persistence.snapshot.autoJoinDisabled.contains("Cafe"))
+        #expect(fixture.events.logs.contains { $0.message.hasPrefix("retrying Cafe") })
+        #expect(fixture.runtime.stateDirectory.snapshot.chosenHelpers["Cafe"] == nil)
+        #expect(!fixture.runtime.stateDirectory.snapshot.autoJoinDisabled.contains("Cafe"))
     }
 
     @Test func aHelperThatLogsInIsConfirmedAndCmdProbeAnswersTheWholeVerdict() async throws {
@@ -63,14 +64,14 @@ struct ConnectivityVerificationTests {
         fixture.engine.shutdown()
 
         #expect(state == .authenticated)
-        let logged = fixture.events.all.filter { $0.event == .log && $0.helper == "honest" }.compactMap(\.message)
+        let logged = fixture.events.logs.filter { $0.helper == "honest" }.map(\.message)
         #expect(logged.count == 2)
         #expect(logged.first?.hasPrefix("captive \(login) location ") == true)
         #expect(logged.last == "connected 2")
-        let check = try #require(fixture.events.all.first { $0.event == .connectivity })
+        let check = try #require(fixture.events.connectivity.first)
         #expect(check.verdict == .connected)
         #expect(check.helper == "honest")
-        #expect(fixture.runtime.persistence.snapshot.chosenHelpers["Cafe"] == "honest")
+        #expect(fixture.runtime.stateDirectory.snapshot.chosenHelpers["Cafe"] == "honest")
     }
 
     @Test func aProbeLineThatDoesNotParseIsAScriptError() async throws {

@@ -3,6 +3,7 @@ import LuaSandbox
 import Synchronization
 import Testing
 @testable import HotspotRuntime
+import HotspotCore
 
 @Suite("Helper catalog")
 struct HelperCatalogTests {
@@ -179,7 +180,7 @@ struct ReplacingHelpersTests {
         #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "first")
         let second = try #require(await fixture.runtime.helpers.first { $0.id == "second" })
         await fixture.runtime.replaceHelpers([second])
-        #expect(fixture.events.all.contains { $0.message?.contains("the helper first of Venue-Guest was removed") == true })
+        #expect(fixture.events.logs.contains { $0.message.contains("the helper first of Venue-Guest was removed") })
         #expect(await fixture.runtime.state(of: guest.ssid) == .authenticated)
         #expect(await fixture.runtime.maintain(guest.ssid) == .authenticated)
         #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "second")
@@ -203,7 +204,7 @@ struct ReplacingHelpersTests {
         }
         let fixture = try await RuntimeFixture(scripts: ["venue": script(hosts: #""portal.example""#)])
         defer { fixture.engine.shutdown() }
-        func problems() -> [String] { fixture.events.all.filter { $0.event == .log && $0.helper == "venue" }.compactMap(\.message) }
+        func problems() -> [String] { fixture.events.logs.filter { $0.helper == "venue" }.map(\.message) }
         #expect(await fixture.runtime.join(guest) == .authenticated)
         #expect(problems() == ["not_allowed: 127.0.0.1"])
         try script(hosts: #""127.0.0.1""#).write(toFile: fixture.scripts + "/venue.lua", atomically: true, encoding: .utf8)
@@ -220,12 +221,12 @@ struct ReplacingHelpersTests {
         let fixture = try await RuntimeFixture(scripts: ["first": venue, "second": venue])
         defer { fixture.engine.shutdown() }
         #expect(await fixture.runtime.join(guest) == .authenticated)
-        #expect(fixture.runtime.encodedHelperIDs == ["first", "second"])
+        #expect(fixture.runtime.transport.encodedHelperIDs == ["first", "second"])
         try FileManager.default.removeItem(atPath: fixture.scripts + "/second.lua")
         let catalog = HelperCatalog(path: fixture.scripts, engine: fixture.engine)
         await catalog.refresh()
         await fixture.runtime.replaceHelpers(await catalog.helpers)
-        #expect(fixture.runtime.encodedHelperIDs == ["first"])
+        #expect(fixture.runtime.transport.encodedHelperIDs == ["first"])
     }
 }
 

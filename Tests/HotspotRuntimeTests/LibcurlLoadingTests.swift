@@ -2,6 +2,7 @@ import Foundation
 import PortalSimulator
 import Testing
 @testable import HotspotRuntime
+import HotspotCore
 
 /// libcurl and its two dozen libraries are opened by a process's first request, so a
 /// worker whose scripts make none never maps them.

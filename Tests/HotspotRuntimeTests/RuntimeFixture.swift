@@ -4,6 +4,7 @@ import Synchronization
 // `eventually` for every suite of this target.
 @_exported import TestSupport
 @testable import HotspotRuntime
+import HotspotCore
 
 /// Collects a runtime's events.
 final class EventLog: Sendable {
@@ -12,13 +13,33 @@ final class EventLog: Sendable {
     func append(_ event: HotspotEvent) { events.withLock { $0.append(event) } }
     var all: [HotspotEvent] { events.withLock { $0 } }
 
-    func commands(_ command: HotspotCommand? = nil) -> [HotspotEvent] {
-        all.filter { $0.event == .command && (command == nil || $0.command == command) }
+    func commands(_ command: HotspotCommand? = nil) -> [CommandEvent] {
+        all.compactMap { event in
+            guard case .command(let answered) = event, command == nil || answered.command == command else { return nil }
+            return answered
+        }
+    }
+
+    var logs: [LogEvent] {
+        all.compactMap { event in
+            guard case .log(let line) = event else { return nil }
+            return line
+        }
+    }
+
+    var connectivity: [ConnectivityEvent] {
+        all.compactMap { event in
+            guard case .connectivity(let verdict) = event else { return nil }
+            return verdict
+        }
     }
 
     /// `from>to` of every transition, in order.
     var transitions: [String] {
-        all.filter { $0.event == .state }.map { "\($0.from!.rawValue)>\($0.to!.rawValue)" }
+        all.compactMap { event in
+            guard case .state(let change) = event else { return nil }
+            return "\(change.from.rawValue)>\(change.to.rawValue)"
+        }
     }
 }
 
@@ -54,6 +75,14 @@ struct RuntimeFixture {
         self.events = events
         runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: try StateDirectory(path: stateDirectory),
                                  configuration: configuration, events: { events.append($0) })
+    }
+
+    /// Sends one command straight to a helper, as the state machine would, and checks the
+    /// answer against the model: for tests of the script contract.
+    func send(_ command: HotspotCommand, to helper: HelperScript, network: NetworkDescription?,
+              networkList: [NetworkDescription]? = nil) async -> HelperResponse {
+        let request = CommandRequest(command, network: network, networkList: networkList, deadline: .seconds(5))
+        return await runtime.transport.send(request, to: helper).checked(answering: command)
     }
 
     /// The same scripts and state directory in a new engine and runtime, as after a restart.

@@ -1,5 +1,6 @@
 @testable import HotspotRuntime
 import Testing
+import HotspotCore
 
 @Suite("Secrets file")
 struct SecretsParsingTests {
@@ -37,8 +38,10 @@ struct SecretsParsingTests {
     @Test func redactionHidesLongerSecretsWhole() {
         let secrets = Secrets(["a": ["short": "abc", "long": "abcdef"]])
         #expect(secrets.redact("x abcdef y abc z") == "x [secret] y [secret] z")
-        let event = secrets.redact(HotspotEvent(event: .log, error: "bad abc", message: "abcdef!"))
-        #expect(event.message == "[secret]!")
-        #expect(event.error == "bad [secret]")
+        #expect(secrets.redact(.log(.info, "abcdef!")) == .log(.info, "[secret]!"))
+        let failed = CommandEvent(network: "Venue", command: .authenticate, helper: "a", result: .failure, milliseconds: 1, error: "bad abc")
+        var redacted = failed
+        redacted.error = "bad [secret]"
+        #expect(secrets.redact(.command(failed)) == .command(redacted))
     }
 }

@@ -4,6 +4,7 @@ import PortalSimulator
 import Testing
 import TestSupport
 @testable import HotspotRuntime
+import HotspotCore
 
 /// The WISPr smart client, the Captive Portal API and the bundled generic helpers, through
 /// the runtime against the portal simulator on loopback.
@@ -83,7 +84,7 @@ struct StandardsTests {
             defer { fixture.engine.shutdown() }
             let network = Self.network(portal)
             #expect(await fixture.runtime.join(network) == .authenticated)
-            let store = fixture.runtime.persistence.store(helper: "smart", ssid: "Venue")
+            let store = fixture.runtime.stateDirectory.store(helper: "smart", ssid: "Venue")
             #expect(store["result"] == "success", "\(store)")
             #expect(store["code"] == "50")
             #expect(store["reply"] == "Welcome to Aroma Cafe")
@@ -93,7 +94,7 @@ struct StandardsTests {
             #expect(try await Self.probe(network) == .connected)
 
             #expect(await fixture.runtime.logoff("Venue") == .inactive)
-            let after = fixture.runtime.persistence.store(helper: "smart", ssid: "Venue")
+            let after = fixture.runtime.stateDirectory.store(helper: "smart", ssid: "Venue")
             #expect(after["logoff"] == "success")
             #expect(after["@wispr.logoff_url"] == nil)
             #expect(try await Self.probe(network) == .captive)
@@ -123,7 +124,7 @@ struct StandardsTests {
             let fixture = try await RuntimeFixture(scripts: ["smart": script], configuration: Self.configuration())
             defer { fixture.engine.shutdown() }
             await fixture.runtime.join(Self.network(portal))
-            let store = fixture.runtime.persistence.store(helper: "smart", ssid: "Venue")
+            let store = fixture.runtime.stateDirectory.store(helper: "smart", ssid: "Venue")
             #expect(store["result"] == result, "\(store)")
             #expect(store["code"] == code)
             #expect(store["reply"]?.hasPrefix(reply) == true, "\(store)")
@@ -141,7 +142,7 @@ struct StandardsTests {
             let fixture = try await RuntimeFixture(scripts: ["smart": script], configuration: Self.configuration())
             defer { fixture.engine.shutdown() }
             await fixture.runtime.join(Self.network(portal))
-            let store = fixture.runtime.persistence.store(helper: "smart", ssid: "Venue")
+            let store = fixture.runtime.stateDirectory.store(helper: "smart", ssid: "Venue")
             #expect(store["result"] == "pending", "\(store)")
             #expect(store["code"] == "201")
             #expect(store["pending_abort_url"] == "http://127.0.0.1:\(portal.port)/wispr/abort")
@@ -170,7 +171,7 @@ struct StandardsTests {
                 """)], configuration: Self.configuration())
             defer { stranger.engine.shutdown() }
             #expect(await stranger.runtime.join(Self.network(portal)) == .authenticated)
-            let store = stranger.runtime.persistence.store(helper: "smart", ssid: "Venue")
+            let store = stranger.runtime.stateDirectory.store(helper: "smart", ssid: "Venue")
             #expect(store["before"] == "not_allowed: 127.0.0.1")  // not the portal until the probe says so
             #expect(store["after"] == "200")
         }
@@ -192,7 +193,7 @@ struct StandardsTests {
                 var network = Self.network(portal)
                 network.captivePortalAPI = api
                 await fixture.runtime.join(network)
-                return fixture.runtime.persistence.store(helper: "smart", ssid: "Venue")["answer"]
+                return fixture.runtime.stateDirectory.store(helper: "smart", ssid: "Venue")["answer"]
             }
             let uri = "http://127.0.0.1:\(port)/capport-api"
             let captive = try await answer(api: uri)
@@ -221,7 +222,7 @@ struct StandardsTests {
             let fixture = try await RuntimeFixture(scripts: ["smart": script], configuration: Self.configuration())
             defer { fixture.engine.shutdown() }
             await fixture.runtime.join(Self.network(portal, api: scenario == .capport ? "/capport-api" : nil))
-            let store = fixture.runtime.persistence.store(helper: "smart", ssid: "Venue")
+            let store = fixture.runtime.stateDirectory.store(helper: "smart", ssid: "Venue")
             #expect(store["state"] == "captive")
             #expect(store["source"] == source)
             if scenario == .capport { #expect(store["url"] == "http://127.0.0.1:\(portal.port)/portal") }
@@ -241,7 +242,7 @@ struct StandardsTests {
             try await eventually { fixture.events.commands(.maintain).filter { $0.result == .success }.count >= 2 }
             #expect(fixture.events.commands(.maintain).filter { $0.result == .success }.count >= 2)
             #expect(fixture.events.commands(.authenticate).count == 1)  // extended, never logged in again
-            #expect(fixture.events.all.contains { $0.message?.contains("maintain in") == true && $0.message?.contains("to extend it") == true })
+            #expect(fixture.events.logs.contains { $0.message.contains("maintain in") == true && $0.message.contains("to extend it") })
             #expect(try await Self.probe(network) == .connected)
             await fixture.runtime.leave("Venue")
         }
@@ -255,7 +256,7 @@ struct StandardsTests {
             try await eventually { fixture.events.commands(.authenticate).filter { $0.result == .success }.count >= 2 }
             #expect(fixture.events.commands(.maintain).first?.result == .authenticationRequired)
             #expect(fixture.events.commands(.authenticate).filter { $0.result == .success }.count >= 2)
-            #expect(fixture.events.all.contains { $0.message?.contains("to log in again once it has run out") == true })
+            #expect(fixture.events.logs.contains { $0.message.contains("to log in again once it has run out") })
             await fixture.runtime.leave("Venue")
         }
     }
@@ -263,7 +264,7 @@ struct StandardsTests {
     @Test func maintainDelays() {
         let interval = Duration.seconds(300), margin = Duration.seconds(60)
         func delay(_ status: CaptivePortalStatus) -> Duration {
-            HotspotRuntime.maintainDelay(after: status, interval: interval, margin: margin)
+            BoundNetworkChecks.maintainDelay(after: status, interval: interval, margin: margin)
         }
         #expect(delay(CaptivePortalStatus(captive: false, canExtendSession: true, secondsRemaining: 200)) == .seconds(150))
         #expect(delay(CaptivePortalStatus(captive: false, canExtendSession: true, secondsRemaining: 1000)) == interval)

@@ -3,6 +3,7 @@ import LuaSandbox
 import Synchronization
 import Testing
 @testable import HotspotRuntime
+import HotspotCore
 
 @Suite struct ArbitrationTests {
     @Test func aSlowHighBeatsAFastLowWhenItAnswersInTime() async throws {
@@ -76,7 +77,7 @@ import Testing
         #expect(await restarted.runtime.join(guest) == .authenticated)
         #expect(restarted.events.commands(.evaluate).isEmpty)
         #expect(restarted.events.transitions == ["inactive>maintaining", "maintaining>authenticated"])
-        #expect(restarted.runtime.persistence.store(helper: "venue", ssid: guest.ssid)
+        #expect(restarted.runtime.stateDirectory.store(helper: "venue", ssid: guest.ssid)
             == ["logins": "1", "just_joined": "true"])
     }
 
@@ -87,7 +88,7 @@ import Testing
         ])
         #expect(await fixture.runtime.join(guest) == .authenticated)
         #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "other")
-        #expect(fixture.runtime.persistence.snapshot.exclusions[guest.ssid] == ["picky"])
+        #expect(fixture.runtime.stateDirectory.snapshot.exclusions[guest.ssid] == ["picky"])
         #expect(fixture.events.commands(.evaluate).filter { $0.helper == "picky" }.count == 1)
     }
 
@@ -96,11 +97,11 @@ import Testing
             "strict": venue("Strict", confidence: "high", handlers: ["authenticate": "return 'failure'"]),
         ])
         #expect(await fixture.runtime.join(guest) == .failure)
-        #expect(fixture.runtime.persistence.snapshot.autoJoinDisabled == [guest.ssid])
+        #expect(fixture.runtime.stateDirectory.snapshot.autoJoinDisabled == [guest.ssid])
         var autoJoin = guest
         autoJoin.didAutoJoin = true
         #expect(await fixture.runtime.join(autoJoin) == .inactive)
-        #expect(fixture.events.all.last?.message?.contains("auto-join") == true)
+        #expect(fixture.events.logs.last?.message.contains("auto-join") == true)
     }
 
     @Test func uiRequiredWaitsForPresentUI() async throws {
@@ -126,7 +127,7 @@ import Testing
         #expect(await fixture.runtime.join(guest) == .authenticated)
         // Timers on a loaded 2-core machine: wait for the outcome, not for a fixed time.
         try await eventually { fixture.events.commands(.maintain).count >= 2 }
-        #expect(fixture.runtime.persistence.store(helper: "expiring", ssid: guest.ssid)["logins"] == "2")
+        #expect(fixture.runtime.stateDirectory.store(helper: "expiring", ssid: guest.ssid)["logins"] == "2")
         #expect(fixture.events.transitions.contains("maintaining>authenticating"))
         #expect(fixture.events.commands(.maintain).map(\.result).prefix(2) == [.authenticationRequired, .success], "\(fixture.events.commands(.maintain).map(\.error))")
         await fixture.runtime.leave(guest.ssid)
@@ -149,7 +150,7 @@ import Testing
         #expect(await fixture.runtime.join(guest) == .authenticated)
         #expect(await fixture.runtime.logoff(guest.ssid) == .inactive)
         #expect(fixture.events.transitions.suffix(2) == ["authenticated>logging_off", "logging_off>inactive"])
-        #expect(fixture.runtime.persistence.store(helper: "venue", ssid: guest.ssid)["logged_off"] == "yes")
+        #expect(fixture.runtime.stateDirectory.store(helper: "venue", ssid: guest.ssid)["logged_off"] == "yes")
     }
 
     @Test func temporaryFailureRetriesWithBackoff() async throws {
@@ -165,7 +166,7 @@ import Testing
         ], configuration: .init(commandDeadline: .seconds(5), retryFirstDelay: .milliseconds(50)))
         #expect(await fixture.runtime.join(guest) == .failure)
         try await eventually { await fixture.runtime.state(of: guest.ssid) == .authenticated }
-        let retries = fixture.events.all.compactMap(\.message).filter { $0.hasPrefix("retrying") }
+        let retries = fixture.events.logs.map(\.message).filter { $0.hasPrefix("retrying") }
         #expect(retries.count == 2)
         #expect(retries.last?.contains("0.1 seconds") == true)
         await fixture.runtime.leave(guest.ssid)
@@ -252,9 +253,9 @@ import Testing
             ]),
             "bogus": venue("Bogus", confidence: "low", handlers: ["authenticate": "cmd:create_response('great')"]),
         ])
-        let twice = await fixture.runtime.send(.authenticate, to: await fixture.runtime.helpers.first { $0.id == "twice" }!, network: guest)
+        let twice = await fixture.send(.authenticate, to: await fixture.runtime.helpers.first { $0.id == "twice" }!, network: guest)
         #expect(twice.error?.contains("deliver() works once") == true)
-        let bogus = await fixture.runtime.send(.authenticate, to: await fixture.runtime.helpers.first { $0.id == "bogus" }!, network: guest)
+        let bogus = await fixture.send(.authenticate, to: await fixture.runtime.helpers.first { $0.id == "bogus" }!, network: guest)
         #expect(bogus.error?.contains("unknown result 'great'") == true)
     }
 
@@ -278,9 +279,9 @@ import Testing
                 """]),
         ])
         let fickle = await fixture.runtime.helpers.first { $0.id == "fickle" }!
-        let evaluated = await fixture.runtime.send(.evaluate, to: fickle, network: guest)
+        let evaluated = await fixture.send(.evaluate, to: fickle, network: guest)
         #expect(evaluated.result == .success && evaluated.confidence == .low)
-        let scanned = await fixture.runtime.send(.filterScanList, to: fickle, network: nil,
+        let scanned = await fixture.send(.filterScanList, to: fickle, network: nil,
                                                  networkList: [guest, NetworkDescription(ssid: "Other")])
         #expect(scanned.claims == [ScannedNetwork(ssid: guest.ssid, bssid: guest.bssid, password: "first")])
     }
@@ -302,9 +303,9 @@ import Testing
             "dot": venue("Dot", confidence: "low", handlers: ["authenticate": "cmd.create_response('success')"]),
         ])
         let helpers = await fixture.runtime.helpers
-        let dotty = await fixture.runtime.send(.authenticate, to: helpers.first { $0.id == "dotty" }!, network: guest)
+        let dotty = await fixture.send(.authenticate, to: helpers.first { $0.id == "dotty" }!, network: guest)
         #expect(dotty.result == .success, "\(dotty.error ?? "")")
-        let dot = await fixture.runtime.send(.authenticate, to: helpers.first { $0.id == "dot" }!, network: guest)
+        let dot = await fixture.send(.authenticate, to: helpers.first { $0.id == "dot" }!, network: guest)
         let error = try #require(dot.error)
         #expect(error.contains("call it with a colon, as in cmd:create_response(\"success\")"))
         #expect(error.contains("dot.lua:"), "the error points at the script's line: \(error)")
@@ -321,8 +322,8 @@ import Testing
                 """]),
         ])
         let keeper = try #require(await fixture.runtime.helpers.first)
-        _ = await fixture.runtime.send(.authenticate, to: keeper, network: guest)
-        let later = await fixture.runtime.send(.authenticate, to: keeper, network: guest)
+        _ = await fixture.send(.authenticate, to: keeper, network: guest)
+        let later = await fixture.send(.authenticate, to: keeper, network: guest)
         #expect(later.error?.contains("set_network expects a network from the command") == true, "\(later.error ?? "")")
     }
 
@@ -343,7 +344,7 @@ import Testing
             ]),
         ])
         #expect(await fixture.runtime.join(guest) == .authenticated, "\(fixture.events.commands(.authenticate))")
-        #expect(fixture.runtime.persistence.store(helper: "hoarder", ssid: guest.ssid) == ["a": "1"])
+        #expect(fixture.runtime.stateDirectory.store(helper: "hoarder", ssid: guest.ssid) == ["a": "1"])
     }
 
     @Test func commandsLeaveOutEmptyListsAndFalseFlagsWhichScriptsSeeAsEmpty() async throws {
@@ -365,7 +366,7 @@ import Testing
         // What the prelude keeps for cmd:http: this helper has hosts and no secrets, follows
         // no portal, and the network has no resolvers or probes.
         let helper = try #require(await fixture.runtime.helpers.first)
-        let context = try #require(fixture.runtime.context(for: helper, network: guest).tableValue)
+        let context = try #require(fixture.runtime.transport.context(for: helper, network: guest).tableValue)
         let keys = Set(context.entries.keys.compactMap(\.stringValue))
         #expect(keys.contains("hosts"))
         #expect(keys.isDisjoint(with: ["secrets", "resolvers", "probes", "capport_allow_http", "portal_hosts"]), "\(keys)")

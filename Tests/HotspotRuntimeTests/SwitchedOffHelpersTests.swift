@@ -1,5 +1,6 @@
 import HotspotRuntime
 import Testing
+import HotspotCore
 
 /// Helpers the user switched off (`hotspot-helper disable`), everywhere or for one network,
 /// are not asked, and the rest are asked as before.

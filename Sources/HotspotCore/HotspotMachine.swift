@@ -1,0 +1,501 @@
+/// The hotspot-helper state machine (docs/HOTSPOT-MODEL.md): one session per network, keyed
+/// by SSID; arbitration between helpers; backoff after temporary failures; maintain timers.
+///
+/// It does no I/O of its own: helpers are reached through `Transport`, what must survive a
+/// restart (chosen helpers, exclusions, disabled auto-join, switched-off helpers) goes
+/// through a `HotspotPersistence` before the transition that relies on it, the network is
+/// checked through `NetworkChecks`, and time comes from a `HotspotClock`. Every command and
+/// every transition is reported as a `HotspotEvent`.
+public actor HotspotMachine<Transport: HelperTransport> {
+    public typealias Helper = Transport.Helper
+
+    /// The deadlines and timers of the model.
+    public struct Policy: Sendable {
+        /// Deadline of every command but `present_ui`.
+        public var commandDeadline: Duration
+        /// Deadline of `present_ui`; nil means none (it waits on a person).
+        public var presentUIDeadline: Duration?
+        public var maintainInterval: Duration
+        /// Backoff after `temporary_failure`: doubles from the first delay up to the maximum.
+        public var retryFirstDelay: Duration
+        public var retryMaximumDelay: Duration
+        /// After a helper answers `success` to authenticate or present_ui, check the network
+        /// (`NetworkChecks.connectivity`); still captive means the helper was wrong.
+        public var verifyAuthentication: Bool
+
+        public init(commandDeadline: Duration = .seconds(45), presentUIDeadline: Duration? = nil,
+                    maintainInterval: Duration = .seconds(300), retryFirstDelay: Duration = .seconds(1),
+                    retryMaximumDelay: Duration = .seconds(600), verifyAuthentication: Bool = false) {
+            self.commandDeadline = commandDeadline
+            self.presentUIDeadline = presentUIDeadline
+            self.maintainInterval = maintainInterval
+            self.retryFirstDelay = retryFirstDelay
+            self.retryMaximumDelay = retryMaximumDelay
+            self.verifyAuthentication = verifyAuthentication
+        }
+    }
+
+    struct Session {
+        var network: NetworkDescription
+        var state: HotspotState = .inactive
+        var helper: String?
+        var retryDelay: Duration?
+        /// Which join of this runtime the session is (see `CommandRequest.join`).
+        let join: Int
+        /// When the pending maintain or retry comes.
+        var due: Due?
+        /// Asking `NetworkChecks` when to maintain, which may bring the maintain forward.
+        var scheduling: Task<Void, Never>?
+    }
+
+    struct Due {
+        let at: Duration
+        /// A maintain; otherwise a retry after `temporary_failure`.
+        let maintain: Bool
+    }
+
+    public private(set) var helpers: [Helper]
+    public nonisolated let transport: Transport
+    public nonisolated let policy: Policy
+    nonisolated let persistence: any HotspotPersistence
+    nonisolated let checks: any NetworkChecks
+    nonisolated let clock: any HotspotClock
+    package nonisolated let emit: @Sendable (HotspotEvent) -> Void
+    private var sessions: [String: Session] = [:]
+    private var joinCount = 0
+    /// One alarm for every session's maintain or retry: it sleeps until the earliest, so
+    /// scheduling a later one (each maintain does) starts no task and wakes nothing.
+    private var alarm: Task<Void, Never>?
+    private var alarmSleep: (until: Duration, task: Task<Void, Never>)?
+    private var timersStopped = false
+
+    public init(helpers: [Helper], transport: Transport, persistence: any HotspotPersistence, checks: any NetworkChecks,
+                clock: any HotspotClock = SystemClock(), policy: Policy = .init(),
+                events: @escaping @Sendable (HotspotEvent) -> Void) {
+        self.helpers = helpers
+        self.transport = transport
+        self.persistence = persistence
+        self.checks = checks
+        self.clock = clock
+        self.policy = policy
+        self.emit = events
+    }
+
+    public func state(of ssid: String) -> HotspotState { sessions[ssid]?.state ?? .inactive }
+    public func chosenHelper(of ssid: String) -> String? { sessions[ssid]?.helper }
+
+    /// Puts a new set of helpers in place (scripts reloaded, added or removed) without
+    /// touching the sessions: a network keeps its chosen helper when that helper is still
+    /// there, and is evaluated again at its next maintain when it is not.
+    public func replaceHelpers(_ newHelpers: [Helper]) {
+        helpers = newHelpers
+        transport.helpersReplaced(by: newHelpers)
+        for (ssid, session) in sessions {
+            guard let id = session.helper, !newHelpers.contains(where: { $0.id == id }) else { continue }
+            log(ssid, .warn, "the helper \(id) of \(ssid) was removed; \(ssid) is evaluated again at its next maintain")
+        }
+    }
+
+    // MARK: joining
+
+    /// The device joined `network`: runs the machine until the network rests
+    /// (authenticated, presenting UI, failed) and returns that state.
+    @discardableResult
+    public func join(_ network: NetworkDescription) async -> HotspotState {
+        clearTimer(network.ssid)
+        joinCount += 1
+        sessions[network.ssid] = Session(network: network, join: joinCount)
+        return await start(network.ssid)
+    }
+
+    private func start(_ ssid: String) async -> HotspotState {
+        guard let network = sessions[ssid]?.network else { return .inactive }
+        let saved = persistence.snapshot
+        if network.didAutoJoin, saved.autoJoinDisabled.contains(ssid) {
+            log(ssid, .warn, "auto-join of \(ssid) is disabled since a helper answered failure; join it by hand to try again")
+            return .inactive
+        }
+        if let cached = saved.chosenHelpers[ssid], let helper = usableHelper(cached, for: ssid) {
+            transition(ssid, to: .maintaining, helper: helper.id)
+            let response = await send(.maintain, to: helper, ssid: ssid, didJustJoin: true)
+            return await afterMaintain(ssid, helper, response)
+        }
+        return await evaluate(ssid)
+    }
+
+    /// Evaluate goes to every enabled helper at once; the first `high` wins at once and
+    /// the others are cancelled; otherwise the first `low`, once all have answered.
+    private func evaluate(_ ssid: String) async -> HotspotState {
+        guard sessions[ssid] != nil else { return .inactive }
+        transition(ssid, to: .evaluating, helper: nil)
+        let candidates = helpers(except: persistence.snapshot.helpersOff(for: ssid))
+        var winner: Helper?
+        await sendAll(.evaluate, to: candidates, ssid: ssid) { helper, response in
+            if response.confidence == .high {
+                winner = helper
+                return false
+            }
+            if response.confidence == .low, winner == nil { winner = helper }
+            return true
+        }
+        guard let winner else {
+            transition(ssid, to: .authenticated, helper: nil)  // nobody claims it
+            return .authenticated
+        }
+        return await authenticate(ssid, with: winner)
+    }
+
+    private func authenticate(_ ssid: String, with helper: Helper) async -> HotspotState {
+        guard sessions[ssid] != nil else { return .inactive }
+        transition(ssid, to: .authenticating, helper: helper.id)
+        let response = await send(.authenticate, to: helper, ssid: ssid, isChosen: true)
+        return await afterAuthentication(ssid, helper, response)
+    }
+
+    private func afterAuthentication(_ ssid: String, _ helper: Helper, _ response: HelperResponse) async -> HotspotState {
+        switch response.result {
+        case .success:
+            if let verdict = await verifiedConnectivity(of: ssid, after: helper), verdict.verdict == .captive {
+                // A claim the portal contradicts: retried like a temporary failure, nothing remembered.
+                log(ssid, .warn, "helper \(helper.id) claimed success but the network is still captive"
+                    + (verdict.portalURL.map { " at \($0)" } ?? ""), helper: helper.id)
+                transition(ssid, to: .failure, helper: helper.id)
+                scheduleRetry(ssid)
+                return .failure
+            }
+            persist(ssid) {
+                $0.chosenHelpers[ssid] = helper.id
+                $0.autoJoinDisabled.remove(ssid)
+            }
+            sessions[ssid]?.retryDelay = nil
+            transition(ssid, to: .authenticated, helper: helper.id)
+            scheduleMaintain(ssid)
+            return .authenticated
+        case .uiRequired:
+            transition(ssid, to: .presentingUI, helper: helper.id)  // until the user opens the UI
+            return .presentingUI
+        case .unsupportedNetwork:
+            persist(ssid) { $0.exclusions[ssid, default: []].insert(helper.id) }
+            return await evaluate(ssid)
+        case .temporaryFailure:
+            transition(ssid, to: .failure, helper: helper.id)
+            scheduleRetry(ssid)
+            return .failure
+        default:
+            persist(ssid) { $0.autoJoinDisabled.insert(ssid) }
+            transition(ssid, to: .failure, helper: helper.id)
+            return .failure
+        }
+    }
+
+    /// With `verifyAuthentication`, checks the network after `helper`'s success and reports
+    /// the verdict; nil when not verifying or when it could not be checked.
+    private func verifiedConnectivity(of ssid: String, after helper: Helper) async -> ConnectivityEvent? {
+        guard policy.verifyAuthentication, let network = sessions[ssid]?.network,
+              let verdict = await checks.connectivity(of: network, after: helper.id) else { return nil }
+        emit(.connectivity(verdict))
+        return verdict
+    }
+
+    private func afterMaintain(_ ssid: String, _ helper: Helper, _ response: HelperResponse) async -> HotspotState {
+        switch response.result {
+        case .success:
+            transition(ssid, to: .authenticated, helper: helper.id)
+            scheduleMaintain(ssid)
+            return .authenticated
+        case .authenticationRequired:
+            return await authenticate(ssid, with: helper)
+        default:
+            persist(ssid) { $0.chosenHelpers[ssid] = nil }
+            return await evaluate(ssid)
+        }
+    }
+
+    // MARK: what the user and the timers ask for
+
+    /// Runs `maintain` now on an authenticated network (the timer does this every interval).
+    @discardableResult
+    public func maintain(_ ssid: String) async -> HotspotState {
+        clearTimer(ssid)
+        return await timerFired(ssid, maintain: true)
+    }
+
+    /// A maintain or retry came (its timer, or the user asked for a maintain).
+    private func timerFired(_ ssid: String, maintain: Bool) async -> HotspotState {
+        guard maintain else {
+            guard sessions[ssid]?.state == .failure else { return state(of: ssid) }
+            sessions[ssid]?.network.didAutoJoin = true
+            return await start(ssid)
+        }
+        guard let session = sessions[ssid], session.state == .authenticated else { return state(of: ssid) }
+        guard let id = session.helper, let helper = helpers.first(where: { $0.id == id }) else {
+            persist(ssid) { $0.chosenHelpers[ssid] = nil }
+            return await evaluate(ssid)
+        }
+        transition(ssid, to: .maintaining, helper: id)
+        let response = await send(.maintain, to: helper, ssid: ssid)
+        return await afterMaintain(ssid, helper, response)
+    }
+
+    /// The user opened the helper's UI for a network waiting in `presenting_ui`, with what
+    /// they entered (`cmd.answers`: an email address, a room number, a voucher...).
+    @discardableResult
+    public func presentUI(_ ssid: String, answers: [String: String] = [:]) async -> HotspotState {
+        guard let session = sessions[ssid], session.state == .presentingUI,
+              let id = session.helper, let helper = helpers.first(where: { $0.id == id }) else { return state(of: ssid) }
+        let response = await send(.presentUI, to: helper, ssid: ssid, isChosen: true, answers: answers)
+        return await afterAuthentication(ssid, helper, response)
+    }
+
+    /// The user asked to log off: `logoff` goes to the chosen helper, then the device
+    /// leaves the network.
+    @discardableResult
+    public func logoff(_ ssid: String) async -> HotspotState {
+        guard let session = sessions[ssid], session.state == .authenticated else { return state(of: ssid) }
+        clearTimer(ssid)
+        if let id = session.helper, let helper = helpers.first(where: { $0.id == id }) {
+            transition(ssid, to: .loggingOff, helper: id)
+            _ = await send(.logoff, to: helper, ssid: ssid, isChosen: true)
+        }
+        transition(ssid, to: .inactive, helper: session.helper)
+        return .inactive
+    }
+
+    /// The device left the network: no command is sent.
+    public func leave(_ ssid: String) {
+        guard let session = sessions[ssid] else { return }
+        clearTimer(ssid)
+        transition(ssid, to: .inactive, helper: session.helper)
+        sessions[ssid] = nil
+    }
+
+    /// Runs `filter_scan_list` on every enabled helper and returns what each claims.
+    public func filterScanList(_ networks: [NetworkDescription]) async -> [NetworkClaim] {
+        let candidates = helpers(except: persistence.snapshot.disabledHelpers)
+        var claims: [NetworkClaim] = []
+        let request = CommandRequest(.filterScanList, network: nil, networkList: networks, deadline: deadline(of: .filterScanList))
+        await sendAll(request, to: candidates) { helper, response in
+            guard response.result == .success else { return true }
+            claims += response.claims.map {
+                NetworkClaim(ssid: $0.ssid, bssid: $0.bssid, helper: helper.id,
+                             displayName: helper.displayName, password: $0.password)
+            }
+            return true
+        }
+        return claims.sorted { ($0.ssid, $0.helper) < ($1.ssid, $1.helper) }
+    }
+
+    /// While the stream is consumed (the user looks at the list of networks), runs
+    /// `filter_scan_list` over the current scan list every `interval` (5 s by default).
+    public nonisolated func watchScanList(
+        every interval: Duration = .seconds(5),
+        scanList: @escaping @Sendable () async -> [NetworkDescription]
+    ) -> AsyncStream<[NetworkClaim]> {
+        AsyncStream { continuation in
+            let task = Task {
+                while !Task.isCancelled {
+                    continuation.yield(await self.filterScanList(await scanList()))
+                    try? await self.clock.sleep(until: self.clock.now + interval)
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Switches a helper on or off, everywhere or for one SSID.
+    public func setHelper(_ id: String, enabled: Bool, ssid: String? = nil) throws {
+        try persistence.update { state in
+            if let ssid {
+                if enabled { state.disabledForNetwork[ssid]?.remove(id) } else { state.disabledForNetwork[ssid, default: []].insert(id) }
+                if state.disabledForNetwork[ssid]?.isEmpty == true { state.disabledForNetwork[ssid] = nil }
+            } else if enabled {
+                state.disabledHelpers.remove(id)
+            } else {
+                state.disabledHelpers.insert(id)
+            }
+        }
+    }
+
+    // MARK: timers
+
+    /// No maintain or retry runs after this (the daemon is stopping).
+    public func stopTimers() {
+        timersStopped = true
+        for ssid in sessions.keys { clearTimer(ssid) }
+        alarm?.cancel()
+        alarmSleep?.task.cancel()
+    }
+
+    private func scheduleMaintain(_ ssid: String) {
+        guard let network = sessions[ssid]?.network else { return }
+        let interval = policy.maintainInterval
+        sessions[ssid]?.scheduling?.cancel()  // an older reading would be stale
+        setTimer(ssid, Due(at: clock.now + interval, maintain: true))
+        guard network.captivePortalAPI != nil else { return }
+        // What the network says about the session may bring the maintain forward.
+        let asked = clock.now
+        sessions[ssid]?.scheduling = Task { [weak self, checks] in
+            let delay = await checks.maintainDelay(for: network, interval: interval)
+            await self?.bringMaintainForward(ssid, to: asked + delay)
+        }
+    }
+
+    private func bringMaintainForward(_ ssid: String, to at: Duration) {
+        // A maintain, logoff or leave since cancelled the reading: its answer is stale.
+        guard !Task.isCancelled, let due = sessions[ssid]?.due, due.maintain, at < due.at else { return }
+        setTimer(ssid, Due(at: at, maintain: true))
+    }
+
+    private func scheduleRetry(_ ssid: String) {
+        guard let session = sessions[ssid] else { return }
+        let delay = session.retryDelay.map { min($0 * 2, policy.retryMaximumDelay) } ?? policy.retryFirstDelay
+        sessions[ssid]?.retryDelay = delay
+        setTimer(ssid, Due(at: clock.now + delay, maintain: false))
+        log(ssid, .info, "retrying \(ssid) in \(delay)")
+    }
+
+    private func clearTimer(_ ssid: String) {
+        sessions[ssid]?.scheduling?.cancel()
+        sessions[ssid]?.scheduling = nil
+        sessions[ssid]?.due = nil
+    }
+
+    private func setTimer(_ ssid: String, _ due: Due) {
+        guard !timersStopped, sessions[ssid] != nil else { return }
+        sessions[ssid]?.due = due
+        if alarm == nil {
+            alarm = Task { [weak self] in
+                while let sleep = await self?.nextAlarmSleep() {
+                    await sleep.value
+                    await self?.fireDueTimers()
+                }
+            }
+        } else if let sleeping = alarmSleep, due.at < sleeping.until {
+            sleeping.task.cancel()  // wakes the alarm to sleep until this one instead
+        }
+    }
+
+    /// A sleep until the earliest maintain or retry; nil (and the alarm ends) when none is due.
+    private func nextAlarmSleep() -> Task<Void, Never>? {
+        guard !timersStopped, let earliest = sessions.values.compactMap(\.due?.at).min() else {
+            alarm = nil
+            alarmSleep = nil
+            return nil
+        }
+        let sleep = Task { [clock] in _ = try? await clock.sleep(until: earliest) }
+        alarmSleep = (earliest, sleep)
+        return sleep
+    }
+
+    private func fireDueTimers() {
+        let now = clock.now
+        for (ssid, session) in sessions {
+            guard let due = session.due, due.at <= now else { continue }
+            sessions[ssid]?.due = nil
+            // A task of its own per firing, which nothing cancels: its commands run to their end.
+            Task { await self.timerFired(ssid, maintain: due.maintain) }
+        }
+    }
+
+    /// When the earliest maintain or retry is due, if any (for tests).
+    var nextDue: Duration? { sessions.values.compactMap(\.due?.at).min() }
+
+    // MARK: commands
+
+    /// The helpers not in `off`; the list itself when none is off, as is usual, so a
+    /// command to every helper neither copies it nor looks each one up.
+    private func helpers(except off: Set<String>) -> [Helper] {
+        off.isEmpty ? helpers : helpers.filter { !off.contains($0.id) }
+    }
+
+    private func usableHelper(_ id: String, for ssid: String) -> Helper? {
+        guard !persistence.snapshot.helpersOff(for: ssid).contains(id) else { return nil }
+        return helpers.first { $0.id == id }
+    }
+
+    private nonisolated func deadline(of command: HotspotCommand) -> Duration? {
+        command == .presentUI ? policy.presentUIDeadline : policy.commandDeadline
+    }
+
+    private func request(_ command: HotspotCommand, ssid: String, didJustJoin: Bool = false, isChosen: Bool = false,
+                         answers: [String: String] = [:]) -> CommandRequest {
+        CommandRequest(command, network: sessions[ssid]?.network, didJustJoin: didJustJoin, isChosen: isChosen,
+                       join: sessions[ssid]?.join, answers: answers, deadline: deadline(of: command))
+    }
+
+    /// Sends one command to one helper of a session and reports it.
+    private func send(_ command: HotspotCommand, to helper: Helper, ssid: String, didJustJoin: Bool = false,
+                      isChosen: Bool = false, answers: [String: String] = [:]) async -> HelperResponse {
+        let request = request(command, ssid: ssid, didJustJoin: didJustJoin, isChosen: isChosen, answers: answers)
+        let start = clock.now
+        let response = helper.handlers.contains(command)
+            ? await transport.send(request, to: helper).checked(answering: command)
+            : .notRecognized
+        report(request, helper, response, since: start)
+        return response
+    }
+
+    private func sendAll(_ command: HotspotCommand, to helpers: [Helper], ssid: String,
+                         _ take: (Helper, HelperResponse) -> Bool) async {
+        await sendAll(request(command, ssid: ssid), to: helpers, take)
+    }
+
+    /// Sends one command to several helpers at once and hands each response to `take` as
+    /// it answers; when `take` returns false, the commands not answered yet are cancelled
+    /// and reported so.
+    private func sendAll(_ request: CommandRequest, to helpers: [Helper], _ take: (Helper, HelperResponse) -> Bool) async {
+        let start = clock.now
+        let command = request.command
+        let handling = helpers.allSatisfy({ $0.handlers.contains(command) })
+            ? helpers  // as usual: no copy of the list
+            : helpers.filter { $0.handlers.contains(command) }
+        for helper in helpers where !helper.handlers.contains(command) {
+            report(request, helper, .notRecognized, since: start)
+            guard take(helper, .notRecognized) else { return }
+        }
+        var answered = Set<String>()
+        var stopped = false
+        await transport.sendAll(request, to: handling) { helper, answer in
+            let response = answer.checked(answering: command)
+            answered.insert(helper.id)
+            report(request, helper, response, since: start)
+            stopped = !take(helper, response)
+            return !stopped
+        }
+        guard stopped else { return }
+        for helper in handling where !answered.contains(helper.id) {
+            report(request, helper, .failure("cancelled"), since: start)
+        }
+    }
+
+    private nonisolated func report(_ request: CommandRequest, _ helper: Helper, _ response: HelperResponse, since start: Duration) {
+        let elapsed = clock.now - start
+        let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+        emit(.command(CommandEvent(
+            network: request.network?.ssid, command: request.command, helper: helper.id, result: response.result,
+            confidence: request.command == .evaluate ? response.confidence : nil,
+            milliseconds: Double(microseconds) / 1000, error: response.error)))
+    }
+
+    // MARK: events and persistence
+
+    private func transition(_ ssid: String, to state: HotspotState, helper: String?) {
+        let from = sessions[ssid]?.state ?? .inactive
+        sessions[ssid]?.state = state
+        sessions[ssid]?.helper = helper
+        emit(.state(StateEvent(network: ssid, from: from, to: state, helper: helper)))
+    }
+
+    private func persist(_ ssid: String, _ change: (inout PersistentState) -> Void) {
+        do {
+            try persistence.update(change)
+        } catch {
+            log(ssid, .error, "the state directory could not be written: \(error)")
+        }
+    }
+
+    private func log(_ ssid: String, _ level: LogEvent.Level, _ message: String, helper: String? = nil) {
+        emit(.log(level, message, network: ssid, helper: helper))
+    }
+}

@@ -1,0 +1,80 @@
+import Dispatch
+import HotspotCore
+import HotspotNetwork
+
+/// The state machine's checks of a network, over the network's own interface and resolvers:
+/// the probes after a helper's success, and the RFC 8908 Captive Portal API for when the next
+/// `maintain` comes.
+struct BoundNetworkChecks: NetworkChecks {
+    let configuration: RuntimeConfiguration
+    let events: @Sendable (HotspotEvent) -> Void
+
+    init(configuration: RuntimeConfiguration, events: @escaping @Sendable (HotspotEvent) -> Void) {
+        self.configuration = configuration
+        self.events = events
+    }
+
+    private func binding(_ network: NetworkDescription) -> NetworkBinding {
+        NetworkBinding(interface: network.interface, resolvers: network.resolvers, caFile: configuration.caFile)
+    }
+
+    func connectivity(of network: NetworkDescription, after helper: String) async -> ConnectivityEvent? {
+        let probes: ProbeSet
+        switch ProbeSet.parse(network.probeURLs) {
+        case .success(let parsed): probes = parsed
+        case .failure(let error):
+            events(.log(.warn, "\(helper)'s success is not checked: \(error)", network: network.ssid))
+            return nil
+        }
+        let verdict = await ConnectivityProbe.verdict(of: probes, binding: binding(network))
+        return ConnectivityEvent(verdict, network: network.ssid, helper: helper)
+    }
+
+    /// Before the session runs out when the API says it can be extended, just after it runs
+    /// out (the helper then answers `authentication_required`) when it cannot; never later
+    /// than the maintain interval.
+    func maintainDelay(for network: NetworkDescription, interval: Duration) async -> Duration {
+        guard let uri = network.captivePortalAPI else { return interval }
+        let binding = binding(network)
+        let allowsPlainHTTP = configuration.allowsPlainHTTPCaptivePortalAPI
+        let deadline = ContinuousClock.now + configuration.commandDeadline
+        // libcurl blocks: off Swift concurrency's threads.
+        let fetched = await withCheckedContinuation { (continuation: CheckedContinuation<Result<CaptivePortalStatus?, HTTPFailure>, Never>) in
+            DispatchQueue.global().async {
+                continuation.resume(returning: Result { () throws(HTTPFailure) in
+                    try CaptivePortalAPI.fetch(uri, binding: binding, allowsPlainHTTP: allowsPlainHTTP, deadline: deadline)
+                })
+            }
+        }
+        // A logoff or a leave while the API was read: its answer no longer describes the login.
+        if Task.isCancelled { return interval }
+        let status: CaptivePortalStatus
+        switch fetched {
+        case .failure(let failure):
+            events(.log(.warn, "the Captive Portal API at \(uri) could not be read: \(failure)", network: network.ssid))
+            return interval
+        case .success(nil):
+            return interval
+        case .success(let answered?):
+            status = answered
+        }
+        if status.captive {
+            events(.log(.warn, "the Captive Portal API at \(uri) still says captive after the helper's success", network: network.ssid))
+        }
+        let delay = Self.maintainDelay(after: status, interval: interval, margin: configuration.captivePortalRenewalMargin)
+        if let seconds = status.secondsRemaining, delay < interval {
+            let plan = status.canExtendSession ? "extend it" : "log in again once it has run out"
+            events(.log(.info, "the session has \(seconds.plainDescription) s left; maintain in \(delay) to \(plan)", network: network.ssid))
+        }
+        return delay
+    }
+
+    static func maintainDelay(after status: CaptivePortalStatus, interval: Duration, margin: Duration) -> Duration {
+        guard !status.captive, let seconds = status.secondsRemaining else { return interval }
+        let remaining = Duration.seconds(seconds)
+        let delay = status.canExtendSession
+            ? max(.seconds(1), remaining - min(margin, remaining / 4))
+            : remaining + .seconds(1)
+        return min(delay, interval)
+    }
+}

@@ -1,0 +1,235 @@
+import FoundationEssentials
+import Synchronization
+public import HotspotCore
+import LuaSandbox
+
+/// Carries the state machine's commands to venue scripts in the sandboxed engine: a command
+/// travels as two plain tables to the prelude's `dispatch` entry in the helper's state (the
+/// helper's own part, `context` and `store`, and the part every helper of the command gets
+/// alike), and what the prelude returns comes back as a `HelperResponse`. The script's log
+/// lines are reported as events, and its `cmd.store` is saved in the state directory.
+public final class ScriptTransport: HelperTransport {
+    public typealias Helper = HelperScript
+
+    private let engine: LuaEngine
+    public let stateDirectory: StateDirectory
+    public let configuration: RuntimeConfiguration
+    private let emit: @Sendable (HotspotEvent) -> Void
+    /// Cookie sessions are this transport's random prefix and the join's count: unique in
+    /// its workers, without reading the system's random source at every join.
+    private let cookieSessionPrefix = UUID().uuidString
+    /// Each helper's encoded own table, by helper id (see `encodedHelperTable`).
+    private let encodedHelperTables = Mutex<[String: EncodedHelperTable]>([:])
+
+    init(engine: LuaEngine, stateDirectory: StateDirectory, configuration: RuntimeConfiguration,
+         events: @escaping @Sendable (HotspotEvent) -> Void) {
+        self.engine = engine
+        self.stateDirectory = stateDirectory
+        self.configuration = configuration
+        self.emit = events
+    }
+
+    public nonisolated(nonsending) func send(_ request: CommandRequest, to helper: HelperScript) async -> HelperResponse {
+        let arguments = [helperTable(for: helper, network: request.network), sharedTable(request)]
+        let outcome = await engine.call(helper.handle, "dispatch", arguments, deadline: Self.deadline(of: request))
+        return conclude(request, helper, outcome: outcome)
+    }
+
+    public nonisolated(nonsending) func sendAll(_ request: CommandRequest, to helpers: [HelperScript],
+                                                _ take: (HelperScript, HelperResponse) -> Bool) async {
+        // Each helper's part is made (or taken already encoded) as it is sent, so the first
+        // helpers run while the rest are made; the part they share is encoded once.
+        let network = request.network
+        let outcomes = engine.callAll(count: helpers.count, sharing: [sharedTable(request)], deadline: Self.deadline(of: request)) { index in
+            let helper = helpers[index]
+            guard let encoded = self.encodedHelperTable(for: helper, network: network) else {
+                return ScriptCall(helper.handle, "dispatch", [self.helperTable(for: helper, network: network)])  // reports the error
+            }
+            return ScriptCall(helper.handle, "dispatch", encodedArguments: encoded)
+        }
+        // Leaving the loop cancels the calls not answered yet in the engine.
+        for await (index, outcome) in outcomes {
+            guard take(helpers[index], conclude(request, helpers[index], outcome: outcome)) else { return }
+        }
+    }
+
+    public func helpersReplaced(by helpers: [HelperScript]) {
+        // An encoding of a helper that is gone would stay for good, holding its table.
+        let ids = Set(helpers.map(\.id))
+        encodedHelperTables.withLock { tables in tables = tables.filter { ids.contains($0.key) } }
+    }
+
+    /// The helpers whose own table is kept encoded (for tests).
+    var encodedHelperIDs: Set<String> { encodedHelperTables.withLock { Set($0.keys) } }
+
+    private static func deadline(of request: CommandRequest) -> CallDeadline {
+        request.deadline.map { .after($0) } ?? .unlimited
+    }
+
+    /// `helperTable`, encoded: from the last command for the same helper and network link when
+    /// the helper's store is empty, since then nothing in it changes (its context depends on
+    /// the helper, the configuration and the network's link alone), so a join does not build
+    /// and encode it for each of its helpers again.
+    private func encodedHelperTable(for helper: HelperScript, network: NetworkDescription?) -> EncodedLuaValues? {
+        let link = network.map(HelperNetworkContext.init)
+        let hasStore = network.map { !stateDirectory.store(helper: helper.id, ssid: $0.ssid).isEmpty } ?? false
+        if !hasStore, let cached = encodedHelperTables.withLock({ $0[helper.id] }),
+           cached.helper == helper, cached.link == link {
+            return cached.values
+        }
+        guard let values = try? EncodedLuaValues([helperTable(for: helper, network: network)]) else { return nil }
+        if !hasStore {
+            encodedHelperTables.withLock { $0[helper.id] = EncodedHelperTable(helper: helper, link: link, values: values) }
+        }
+        return values
+    }
+
+    /// What of a network the helper's context holds.
+    struct HelperNetworkContext: Equatable {
+        let interface: String?
+        let resolvers: [String]
+        let probeURLs: [String]
+        let captivePortalAPI: String?
+
+        init(_ network: NetworkDescription) {
+            (interface, resolvers, probeURLs, captivePortalAPI) =
+                (network.interface, network.resolvers, network.probeURLs, network.captivePortalAPI)
+        }
+    }
+
+    struct EncodedHelperTable {
+        let helper: HelperScript
+        let link: HelperNetworkContext?
+        let values: EncodedLuaValues
+    }
+
+    /// The helper's own part of a command: its context and store.
+    private func helperTable(for helper: HelperScript, network: NetworkDescription?) -> LuaValue {
+        var table = LuaTable()
+        if let network {
+            let store = stateDirectory.store(helper: helper.id, ssid: network.ssid)
+            if !store.isEmpty {  // the prelude takes an absent store as empty
+                table["store"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
+                    store.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
+            }
+        }
+        table["context"] = context(for: helper, network: network)
+        return .table(table)
+    }
+
+    /// The command's part every helper gets alike, with the session naming its cookie jars
+    /// (the prelude adds it to a helper's context when the command first reaches the network).
+    private func sharedTable(_ request: CommandRequest) -> LuaValue {
+        var table = LuaTable()
+        table["type"] = .text(request.command.rawValue)
+        table["session"] = request.join.map { .text("\(cookieSessionPrefix)-\($0)") } ?? nil
+        if let network = request.network {
+            table["network"] = Self.networkValue(network, didJustJoin: request.didJustJoin, isChosen: request.isChosen)
+        }
+        if request.command == .presentUI {
+            table["answers"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
+                request.answers.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
+        }
+        if let networkList = request.networkList {
+            table["network_list"] = .table(LuaTable(array: networkList.map { Self.networkValue($0, didJustJoin: false, isChosen: false) }))
+        }
+        return .table(table)
+    }
+
+    /// Turns what a helper's handler produced into its response: its logs reported as
+    /// events, its store saved.
+    private func conclude(_ request: CommandRequest, _ helper: HelperScript, outcome: CallOutcome) -> HelperResponse {
+        let network = request.network
+        for record in outcome.logs {
+            emit(.log(LogEvent.Level(record.level), record.message, network: network?.ssid, helper: helper.id,
+                      command: request.command))
+        }
+        let (response, store) = Self.interpret(outcome)
+        if let store, let network {
+            do {
+                try stateDirectory.setStore(store, helper: helper.id, ssid: network.ssid)
+            } catch {
+                return .failure("cmd.store could not be saved: \(error)")
+            }
+        }
+        return response
+    }
+
+    /// What the prelude keeps out of the script's reach for `cmd:http` and `cmd:secret`; the
+    /// prelude adds the command's cookie session.
+    func context(for helper: HelperScript, network: NetworkDescription?) -> LuaValue {
+        // Empty lists and false flags are left out (their readers take absent as empty or
+        // false): every command carries this table into the helper's state, where each key
+        // and value costs a string to intern.
+        var context = LuaTable()
+        func list(_ key: LuaValue, _ items: [String]) {
+            if !items.isEmpty { context[key] = .table(LuaTable(array: items.map(LuaValue.text))) }
+        }
+        list("hosts", helper.hosts.map(\.text))
+        let secrets = configuration.secrets.of(helper: helper.id)
+        if !secrets.isEmpty {
+            context["secrets"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
+                secrets.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
+        }
+        context["helper"] = .text(helper.id)  // with the session, names the helper's cookie jar
+        context["interface"] = network?.interface.map(LuaValue.text) ?? nil
+        list("resolvers", network?.resolvers ?? [])
+        list("probes", network?.probeURLs ?? [])
+        context["ca_file"] = configuration.caFile.map(LuaValue.text) ?? nil
+        context["capport_url"] = network?.captivePortalAPI.map(LuaValue.text) ?? nil
+        if configuration.allowsPlainHTTPCaptivePortalAPI { context["capport_allow_http"] = true }
+        if helper.followsPortal { context["portal_hosts"] = true }
+        return .table(context)
+    }
+
+    static func networkValue(_ network: NetworkDescription, didJustJoin: Bool, isChosen: Bool) -> LuaValue {
+        [
+            "ssid": .text(network.ssid), "bssid": .text(network.bssid),
+            "signal_strength": .number(network.signalStrength), "is_secure": .boolean(network.isSecure),
+            "did_auto_join": .boolean(network.didAutoJoin), "did_just_join": .boolean(didJustJoin),
+            "is_chosen_helper": .boolean(isChosen),
+        ]
+    }
+
+    /// Reads what the prelude collected: the response (a failure whose error says why when
+    /// it cannot be read) and the helper's store when the handler changed it. Whether the
+    /// result is valid for the command is the state machine's to check.
+    static func interpret(_ outcome: CallOutcome) -> (HelperResponse, store: [String: String]?) {
+        let answer: DispatchAnswer
+        switch outcome.result {
+        case .failure(let error): return (.failure(error.description), nil)
+        case .success(let values): answer = DispatchAnswer(values)
+        }
+        let store = answer.store.tableValue.map { table in
+            Dictionary(uniqueKeysWithValues: table.entries.compactMap { key, value in
+                key.stringValue.flatMap { key in value.stringValue.map { (key, $0) } }
+            })
+        }
+        if let store, store.reduce(0, { $0 + $1.key.utf8.count + $1.value.utf8.count }) > StateDirectory.storeLimit {
+            return (.failure("cmd.store holds more than \(StateDirectory.storeLimit) bytes"), nil)
+        }
+        guard let name = answer.result.stringValue, let result = CommandResult(rawValue: name) else {
+            return (.failure("the handler answered no known result"), nil)
+        }
+        let confidence = answer.confidence.stringValue.flatMap(Confidence.init(rawValue:)) ?? .none
+        let claims = (answer.claims.tableValue?.array ?? []).compactMap { entry -> ScannedNetwork? in
+            guard let table = entry.tableValue, let ssid = table["ssid"].stringValue else { return nil }
+            return ScannedNetwork(ssid: ssid, bssid: table["bssid"].stringValue, password: table["password"].stringValue)
+        }
+        return (HelperResponse(result: result, confidence: confidence, claims: claims, error: answer.error.stringValue), store)
+    }
+}
+
+extension LogEvent.Level {
+    init(_ level: LogLevel) {
+        switch level {
+        case .print: self = .print
+        case .debug: self = .debug
+        case .info: self = .info
+        case .warn: self = .warn
+        case .error: self = .error
+        }
+    }
+}
+
+extension HelperScript: HotspotHelper {}
