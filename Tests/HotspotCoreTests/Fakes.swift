@@ -1,0 +1,298 @@
+import Synchronization
+import Testing
+@testable import HotspotCore
+
+/// A helper of the fake transport.
+struct FakeHelper: HotspotHelper {
+    let id: String
+    var displayName: String { id.capitalized }
+    var handlers: Set<HotspotCommand> = Set(HotspotCommand.allCases)
+
+    init(_ id: String, handles handlers: Set<HotspotCommand> = Set(HotspotCommand.allCases)) {
+        self.id = id
+        self.handlers = handlers
+    }
+}
+
+extension String {
+    var capitalized: String { prefix(1).uppercased() + dropFirst() }
+}
+
+/// A transport whose helpers answer from a script of responses, at once. `sendAll` hands
+/// the answers on in the order the helpers are listed in `answerOrder` (the others after,
+/// in the order given), so arbitration can be tested without any real time.
+final class FakeTransport: HelperTransport {
+    typealias Answer = @Sendable (CommandRequest) -> HelperResponse
+
+    private struct State {
+        var answers: [String: [HotspotCommand: [Answer]]] = [:]
+        var sent: [(helper: String, request: CommandRequest)] = []
+        var cancelled: [String] = []
+        var replaced: [[String]] = []
+        var answerOrder: [String] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// `helper` answers `command` with `responses`, one per command in turn; the last one
+    /// again once they are used up.
+    func answer(_ helper: String, _ command: HotspotCommand, _ responses: HelperResponse...) {
+        let answers = responses.map { response in { @Sendable (_: CommandRequest) in response } }
+        state.withLock { $0.answers[helper, default: [:]][command] = answers }
+    }
+
+    func answer(_ helper: String, _ command: HotspotCommand, with answer: @escaping Answer) {
+        state.withLock { $0.answers[helper, default: [:]][command] = [answer] }
+    }
+
+    func answerInOrder(_ helpers: String...) { state.withLock { $0.answerOrder = helpers } }
+
+    /// Every command sent, in order, as `helper:command`.
+    var sent: [String] { state.withLock { $0.sent.map { "\($0.helper):\($0.request.command.rawValue)" } } }
+    var requests: [(helper: String, request: CommandRequest)] { state.withLock { $0.sent } }
+    var cancelled: [String] { state.withLock { $0.cancelled } }
+    var replaced: [[String]] { state.withLock { $0.replaced } }
+
+    private func respond(_ request: CommandRequest, _ helper: FakeHelper) -> HelperResponse {
+        let answer: Answer? = state.withLock { state in
+            state.sent.append((helper.id, request))
+            guard var queue = state.answers[helper.id]?[request.command], !queue.isEmpty else { return nil }
+            let next = queue.count > 1 ? queue.removeFirst() : queue[0]
+            state.answers[helper.id]?[request.command] = queue
+            return next
+        }
+        return answer?(request) ?? .failure("no answer scripted for \(helper.id):\(request.command.rawValue)")
+    }
+
+    nonisolated(nonsending) func send(_ request: CommandRequest, to helper: FakeHelper) async -> HelperResponse {
+        respond(request, helper)
+    }
+
+    nonisolated(nonsending) func sendAll(_ request: CommandRequest, to helpers: [FakeHelper],
+                                         _ take: (FakeHelper, HelperResponse) -> Bool) async {
+        let order = state.withLock { $0.answerOrder }
+        let ordered = helpers.sorted { (order.firstIndex(of: $0.id) ?? order.count) < (order.firstIndex(of: $1.id) ?? order.count) }
+        for (index, helper) in ordered.enumerated() {
+            guard take(helper, respond(request, helper)) else {
+                state.withLock { $0.cancelled += ordered[(index + 1)...].map(\.id) }
+                return
+            }
+        }
+    }
+
+    func helpersReplaced(by helpers: [FakeHelper]) {
+        state.withLock { $0.replaced.append(helpers.map(\.id)) }
+    }
+}
+
+/// Persistence in memory that can be made to fail.
+final class FakePersistence: HotspotPersistence {
+    private let state = Mutex(PersistentState())
+    let failing = Atomic(false)
+
+    var snapshot: PersistentState { state.withLock { $0 } }
+
+    func update(_ change: (inout PersistentState) -> Void) throws {
+        if failing.load(ordering: .relaxed) { throw FakeFailure() }
+        state.withLock { change(&$0) }
+    }
+
+    struct FakeFailure: Error, CustomStringConvertible {
+        var description: String { "disk full" }
+    }
+}
+
+/// Network checks that answer what the test says.
+final class FakeChecks: NetworkChecks {
+    private let verdicts = Mutex<[ConnectivityState]>([])
+    private let delay = Mutex<Duration?>(nil)
+
+    /// The verdicts of the next checks after a success, in turn.
+    func verdicts(_ states: ConnectivityState...) { verdicts.withLock { $0 = states } }
+    /// What the network says about when to maintain next; nil: the interval.
+    func maintainAfter(_ duration: Duration?) { delay.withLock { $0 = duration } }
+
+    func connectivity(of network: NetworkDescription, after helper: String) async -> ConnectivityEvent? {
+        guard let state = verdicts.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { return nil }
+        return ConnectivityEvent(network: network.ssid, verdict: state,
+                                 portalURL: state == .captive ? "http://portal.example/login" : nil, helper: helper)
+    }
+
+    func maintainDelay(for network: NetworkDescription, interval: Duration) async -> Duration {
+        delay.withLock { $0 } ?? interval
+    }
+}
+
+/// A clock that moves only when the test says: sleepers wake when `advance` passes their
+/// deadline, in deadline order.
+final class TestClock: HotspotClock {
+    private struct Sleeper {
+        let id: Int
+        let deadline: Duration
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var now: Duration = .zero
+        var sleepers: [Sleeper] = []
+        var nextID = 0
+        var sleeperWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    var now: Duration { state.withLock { $0.now } }
+
+    func sleep(until deadline: Duration) async throws {
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                // Checked under the lock: a cancellation that came before the sleeper is
+                // registered finds nothing to cancel, so the sleeper must see it here.
+                let (resumeNow, waiters) = state.withLock { state in
+                    guard deadline > state.now, !Task.isCancelled else { return (true, [CheckedContinuation<Void, Never>]()) }
+                    state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                    defer { state.sleeperWaiters = [] }
+                    return (false, state.sleeperWaiters)
+                }
+                if resumeNow { continuation.resume() }
+                for waiter in waiters { waiter.resume() }
+            }
+        } onCancel: {
+            let sleeper = state.withLock { state -> Sleeper? in
+                guard let index = state.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.sleepers.remove(at: index)
+            }
+            sleeper?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Returns once something sleeps on this clock, so that an advance reaches it.
+    func waitForSleeper() async {
+        await withCheckedContinuation { continuation in
+            let sleeping = state.withLock { state in
+                if state.sleepers.isEmpty { state.sleeperWaiters.append(continuation) }
+                return !state.sleepers.isEmpty
+            }
+            if sleeping { continuation.resume() }
+        }
+    }
+
+    func advance(by duration: Duration) {
+        let woken = state.withLock { state -> [Sleeper] in
+            state.now += duration
+            let due = state.sleepers.filter { $0.deadline <= state.now }.sorted { $0.deadline < $1.deadline }
+            state.sleepers.removeAll { $0.deadline <= state.now }
+            return due
+        }
+        for sleeper in woken { sleeper.continuation.resume() }
+    }
+}
+
+/// Collects a machine's events, and lets a test wait for one without any timeout of its own
+/// (the suite's time limit catches a wait that never ends).
+final class EventRecorder: Sendable {
+    private struct State {
+        var events: [HotspotEvent] = []
+        var waiters: [(predicate: @Sendable (HotspotEvent) -> Bool, continuation: CheckedContinuation<HotspotEvent, Never>)] = []
+    }
+
+    private let state = Mutex(State())
+
+    func record(_ event: HotspotEvent) {
+        let waiting = state.withLock { state in
+            state.events.append(event)
+            let matching = state.waiters.filter { $0.predicate(event) }
+            state.waiters.removeAll { $0.predicate(event) }
+            return matching
+        }
+        for waiter in waiting { waiter.continuation.resume(returning: event) }
+    }
+
+    var all: [HotspotEvent] { state.withLock { $0.events } }
+
+    /// `from>to` of every transition, in order.
+    var transitions: [String] {
+        all.compactMap { event in
+            guard case .state(let change) = event else { return nil }
+            return "\(change.from.rawValue)>\(change.to.rawValue)"
+        }
+    }
+
+    func commands(_ command: HotspotCommand? = nil) -> [CommandEvent] {
+        all.compactMap { event in
+            guard case .command(let answered) = event, command == nil || answered.command == command else { return nil }
+            return answered
+        }
+    }
+
+    var logs: [LogEvent] {
+        all.compactMap { event in
+            guard case .log(let line) = event else { return nil }
+            return line
+        }
+    }
+
+    /// Waits until `count` events (counting those already recorded) match, and returns the
+    /// `count`-th.
+    func wait(for count: Int = 1, _ predicate: @escaping @Sendable (HotspotEvent) -> Bool) async -> HotspotEvent {
+        while true {
+            let matched = state.withLock { $0.events.filter(predicate) }
+            if matched.count >= count { return matched[count - 1] }
+            _ = await withCheckedContinuation { continuation in
+                state.withLock { state in
+                    // Checked again under the lock, so an event recorded meanwhile is not missed.
+                    if state.events.filter(predicate).count >= count {
+                        continuation.resume(returning: state.events[state.events.count - 1])
+                    } else {
+                        state.waiters.append((predicate, continuation))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits until `ssid` has reached `state` `count` times in all.
+    @discardableResult
+    func waitForState(_ ssid: String, _ target: HotspotState, count: Int = 1) async -> HotspotEvent {
+        await wait(for: count) { event in
+            if case .state(let change) = event { change.network == ssid && change.to == target } else { false }
+        }
+    }
+}
+
+/// A machine over the fakes.
+struct Harness {
+    let transport = FakeTransport()
+    let persistence = FakePersistence()
+    let checks = FakeChecks()
+    let clock = TestClock()
+    let events = EventRecorder()
+    let machine: HotspotMachine<FakeTransport>
+
+    static let policy = HotspotMachine<FakeTransport>.Policy(
+        commandDeadline: .seconds(45), presentUIDeadline: nil, maintainInterval: .seconds(300),
+        retryFirstDelay: .seconds(1), retryMaximumDelay: .seconds(8))
+
+    init(_ helpers: [FakeHelper], policy: HotspotMachine<FakeTransport>.Policy = Harness.policy) {
+        let events = self.events
+        machine = HotspotMachine(helpers: helpers, transport: transport, persistence: persistence, checks: checks,
+                                 clock: clock, policy: policy, events: { events.record($0) })
+    }
+
+    init(_ ids: String..., policy: HotspotMachine<FakeTransport>.Policy = Harness.policy) {
+        self.init(ids.map { FakeHelper($0) }, policy: policy)
+    }
+}
+
+let cafe = NetworkDescription(ssid: "Cafe", bssid: "02:00:00:00:00:01", signalStrength: 0.8)
+let autoJoinedCafe = NetworkDescription(ssid: "Cafe", bssid: "02:00:00:00:00:01", signalStrength: 0.8, didAutoJoin: true)
+
+extension HelperResponse {
+    static let success = HelperResponse(result: .success)
+    static func claims(_ confidence: Confidence) -> HelperResponse { HelperResponse(result: .success, confidence: confidence) }
+    static func result(_ result: CommandResult) -> HelperResponse { HelperResponse(result: result) }
+}
