@@ -5,8 +5,9 @@ import LuaSandbox
 
 /// `demo`, `dev` and `simulate` run the portal simulator (Hummingbird and SwiftNIO), which
 /// a device has no use for: they live in `hotspot-helper-devtools`, so the executable the
-/// daemon runs stays small (docs/PERFORMANCE.md has what it saves). `hotspot-helper NAME
-/// ...` runs that executable, beside it, with the same arguments.
+/// daemon runs stays small (docs/PERFORMANCE.md, "The idle daemon's memory is mostly shared
+/// code", has what it saves). `hotspot-helper NAME ...` runs that executable, beside it,
+/// with the same arguments.
 package enum DevTools {
     package static let executableName = "hotspot-helper-devtools"
 

@@ -301,10 +301,10 @@ final class HostRegistry {
 
 /// A Lua state that scripts share, in this process: one heap and one copy of the standard
 /// library, the host modules and the prelude, so a call finds them in the caches where a
-/// state per script would find its own copy cold (docs/PERFORMANCE.md). Each script in it
-/// is a `SandboxedState` with its own globals, memory cap and deadline. Scripts of a group
-/// run one at a time, from any thread; one waiting in a host function, or one that runs
-/// on while another waits, lets the next run.
+/// state per script would find its own copy cold (docs/PERFORMANCE.md, "A worker's scripts
+/// share its Lua states"). Each script in it is a `SandboxedState` with its own globals,
+/// memory cap and deadline. Scripts of a group run one at a time, from any thread; one
+/// waiting in a host function, or one that runs on while another waits, lets the next run.
 public final class SandboxGroup: @unchecked Sendable {
     // Every use of the C group takes its lock.
     let group: OpaquePointer

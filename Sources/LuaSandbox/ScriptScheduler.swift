@@ -6,13 +6,13 @@ internal import CLuaSandbox
 /// Runs a worker's jobs (loads and calls of its scripts) on about as many threads as the
 /// machine has cores, each script's jobs one at a time and in order.
 ///
-/// A serial Dispatch queue per script gave every script a thread of its own: a batch of
-/// 100 evaluates ran on 100 threads. Calls cost the same either way (round trip and
-/// arbitration in paired runs, docs/PERFORMANCE.md). When scripts wait for room, a job
-/// that has run for a whole `slice` (a Lua loop, a slow portal, a sleep) stops counting
-/// against the width and another thread takes the next script, so a long job never holds
-/// up the rest: it goes on beside them, as it did on a thread of its own. Scripts waiting
-/// for their group, whose state a job holds, get it after `groupSlice`.
+/// Calls cost the same as with a thread per script (round trip and arbitration in paired
+/// runs, docs/PERFORMANCE.md, "What keeps a burst of calls cheap"), and a batch of 100
+/// evaluates needs no 100 threads. When scripts wait for room, a job that has run for a
+/// whole `slice` (a Lua loop, a slow portal, a sleep) stops counting against the width and
+/// another thread takes the next script, so a long job never holds up the rest: it goes on
+/// beside them. Scripts waiting for their group, whose state a job holds, get it after
+/// `groupSlice`.
 final class ScriptScheduler: @unchecked Sendable {
     /// One script's queue of jobs. Touched only with the scheduler's lock held.
     final class Lane: @unchecked Sendable {
@@ -206,7 +206,8 @@ final class ScriptScheduler: @unchecked Sendable {
     private func runJobs() -> Never {
         let me = Runner()
         // A woken runner waits for a free core instead of taking the core of the thread that
-        // woke it: that thread is queuing more jobs (docs/PERFORMANCE.md, session 12).
+        // woke it: that thread is queuing more jobs (docs/PERFORMANCE.md, "What keeps a burst
+        // of calls cheap").
         _ = sbx_make_thread_batch()
         pthread_mutex_lock(mutex)
         runners.append(me)

@@ -23,7 +23,8 @@ private func measureArbitration(helpers count: Int, joins: Int) async throws -> 
     let warmup = 10
     // Long enough for every thread of the supervisor and the workers to stop polling and
     // sleep, and for an idle CPU to halt, as before a real join; waking them is part of
-    // the figure (shorter pauses give shorter times, see docs/PERFORMANCE.md).
+    // the figure (shorter pauses give shorter times; docs/PERFORMANCE.md, "From idle, every
+    // hand-off is a wake-up").
     let idle: Duration = .milliseconds(20)
     let winner = count / 2
     // A new SSID for every join: a network a helper authenticated is remembered and would

@@ -69,11 +69,12 @@ private func perCallFigures(named name: (Int) -> String, baselineNote: String,
     return figures
 }
 
-/// Beside it, the engine design docs/PERFORMANCE.md names as the lead for the 100-helper
-/// join: the same prelude, scripts and command tables in one stock `lua5.4` state that all
-/// the scripts share, each with globals of its own, so there is one copy of the prelude's
-/// code, the libraries and the strings. Each call does in Lua what a worker's call does:
-/// restores the script's standard globals, builds the command table, calls `dispatch`.
+/// Beside it, the stock interpreter's view of the shared states workers use
+/// (docs/PERFORMANCE.md, "A worker's scripts share its Lua states"): the same prelude,
+/// scripts and command tables in one stock `lua5.4` state that all the scripts share, each
+/// with globals of its own, so there is one copy of the prelude's code, the libraries and
+/// the strings. Each call does in Lua what a worker's call does: restores the script's
+/// standard globals, builds the command table, calls `dispatch`.
 /// Rounds start after 20 ms idle, as above: the interpreter waits for a line per round.
 func measureEvaluateInSharedStockState() throws -> [Figure] {
     let scratch = try ScratchDirectory()
