@@ -54,7 +54,13 @@ let package = Package(
             swiftSettings: swiftSettings),
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
-        .target(name: "HotspotRuntime", dependencies: ["HotspotCore", "LuaSandbox", "CLuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
+        // Its Prelude/*.lua are embedded as Swift strings by the EmbedLua plugin.
+        .target(
+            name: "HotspotRuntime", dependencies: ["HotspotCore", "LuaSandbox", "CLuaSandbox", "HotspotNetwork"],
+            swiftSettings: swiftSettings, plugins: ["EmbedLua"]),
+        // Writes a target's .lua files into a Swift file as strings, for the EmbedLua plugin.
+        .executableTarget(name: "embed-lua", swiftSettings: swiftSettings),
+        .plugin(name: "EmbedLua", capability: .buildTool(), dependencies: ["embed-lua"]),
         // The portal simulator: captive-portal scenarios on a real HTTP server.
         .target(
             name: "PortalSimulator", dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
