@@ -1,14 +1,24 @@
 public import LuaSandbox
 
-/// What the prelude's `dispatch` returns, in order: the result's name, an error message,
-/// the network's confidence (evaluate), the networks claimed (filter_scan_list, each a
-/// table of `ssid`, `bssid`, `password`), and the helper's store when the handler changed it.
+/// What the prelude's `dispatch` returns: the result's name, an error message, the network's
+/// confidence (evaluate), the networks claimed (filter_scan_list, each a table of `ssid`,
+/// `bssid`, `password`), and the helper's store when the handler changed it.
 public struct DispatchAnswer: Sendable {
+    /// The values, in the order `dispatch` returns them (plain values are the cheapest to
+    /// carry back; prelude.lua's `dispatch` ends with them in this order).
+    enum Value: Int {
+        case result, error, confidence, claims, store
+    }
+
     public let result, error, confidence, claims, store: LuaValue
 
     public init(_ values: [LuaValue]) {
-        func value(_ index: Int) -> LuaValue { index < values.count ? values[index] : .nil }
-        (result, error, confidence, claims, store) = (value(0), value(1), value(2), value(3), value(4))
+        func value(_ named: Value) -> LuaValue { named.rawValue < values.count ? values[named.rawValue] : .nil }
+        result = value(.result)
+        error = value(.error)
+        confidence = value(.confidence)
+        claims = value(.claims)
+        store = value(.store)
     }
 }
 

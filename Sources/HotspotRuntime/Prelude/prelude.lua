@@ -472,8 +472,9 @@ local function dispatch(exports, own, shared)
       result, problem = "failure", "no response delivered"
     end
   end
-  -- The answer as plain values, the cheapest to carry back: the result, an error, the
-  -- network's confidence, the networks claimed (filter_scan_list), the store if it changed.
+  -- The answer as plain values, the cheapest to carry back, in the order of DispatchAnswer.Value
+  -- (HelperPrelude.swift): the result, an error, the network's confidence, the networks
+  -- claimed (filter_scan_list), the store if it changed.
   return result, problem, confidence, claims, record.store and record.store.changed and record.store.data or nil
 end
 
