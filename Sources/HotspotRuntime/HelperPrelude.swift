@@ -1,4 +1,6 @@
+import HotspotCore
 public import LuaSandbox
+import ScriptContract
 
 /// What the prelude's `dispatch` returns: the result's name, an error message, the network's
 /// confidence (evaluate), the networks claimed (filter_scan_list, each a table of `ssid`,
@@ -32,5 +34,17 @@ enum HelperPrelude {
 
     /// Prelude/prelude.lua, after `CONTRACT`: what the prelude takes from the Swift side, put
     /// on the file's first line (a comment) so that its line numbers stay the file's.
-    static let text = "local CONTRACT = { store_limit = \(StateDirectory.storeLimit) } " + EmbeddedLua.prelude
+    static let text = "local CONTRACT = \(contract) " + EmbeddedLua.prelude
+
+    /// The names the Swift enums hold, so the prelude never spells them itself: the results
+    /// a handler may answer, the handlers a script may define, the context's keys (by the
+    /// name of their case), and the store's limit.
+    static var contract: String {
+        func list(_ names: [String]) -> String { "{ " + names.map { "\"\($0)\"" }.joined(separator: ", ") + " }" }
+        let contextKeys = HelperContext.Key.allCases.map { "\(String(describing: $0)) = \"\($0.rawValue)\"" }
+        return """
+            { results = \(list(CommandResult.allCases.map(\.rawValue))), handlers = \(list(HotspotCommand.allCases.map(\.rawValue))), \
+            context = { \(contextKeys.joined(separator: ", ")) }, store_limit = \(StateDirectory.storeLimit) }
+            """
+    }
 }

@@ -11,8 +11,7 @@ public import LuaSandbox
 /// may depend on the other; LuaSandbox knows nothing of hotspots, HotspotNetwork nothing of
 /// Lua. Foundation-free, as the libraries run inside the worker processes.
 public struct HelperContext: Sendable, Equatable {
-    /// The table's keys, named here only on the Swift side (prelude.lua reads `hosts`,
-    /// `secrets` and `portal_hosts`, and sets `session`, by the same names).
+    /// The table's keys, named here only: the prelude gets them from the runtime.
     public enum Key: String, Sendable, CaseIterable {
         case hosts, secrets, helper, interface, resolvers, probes, session
         case caFile = "ca_file"

@@ -25,6 +25,15 @@ import Testing
         #expect(EmbeddedLua.prelude == (try String(contentsOfFile: Self.preludeFile, encoding: .utf8)))
     }
 
+    /// What the Swift side puts before the file stays on its first line, so errors in the
+    /// prelude name the file's lines.
+    @Test func theContractKeepsTheFileLines() throws {
+        let file = try String(contentsOfFile: Self.preludeFile, encoding: .utf8)
+        #expect(HelperPrelude.text.split(separator: "\n", omittingEmptySubsequences: false).count
+            == file.split(separator: "\n", omittingEmptySubsequences: false).count)
+        #expect(HelperPrelude.text.hasSuffix(file))
+    }
+
     static func executableOnPath(_ name: String) -> String? {
         let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":")
         return directories.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }

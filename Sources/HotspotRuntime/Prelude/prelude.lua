@@ -13,14 +13,18 @@ local socket_tcp, socket_udp = host.socket.tcp, host.socket.udp
 globals.sleep = sleep
 globals.time = readonly({ now = host.time.now }, "time")
 
-local RESULTS = {
-  success = true, failure = true, ui_required = true, command_not_recognized = true,
-  authentication_required = true, unsupported_network = true, temporary_failure = true,
-}
-local RESULT_NAMES = "success, failure, ui_required, command_not_recognized, authentication_required, unsupported_network, temporary_failure"
+-- The result and handler names of the Swift enums CommandResult and HotspotCommand.
+local RESULTS, RESULT_NAMES = {}, nil
+for _, name in ipairs(CONTRACT.results) do
+  RESULTS[name] = true
+  RESULT_NAMES = RESULT_NAMES and RESULT_NAMES .. ", " .. name or name
+end
+local HANDLERS = CONTRACT.handlers
 local CONFIDENCES = { none = true, low = true, high = true }
-local HANDLERS = { "filter_scan_list", "evaluate", "authenticate", "present_ui", "maintain", "logoff" }
 local STORE_LIMIT = CONTRACT.store_limit
+-- The keys of the context (HelperContext.Key) the prelude reads or sets.
+local HOSTS, SECRETS = CONTRACT.context.hosts, CONTRACT.context.secrets
+local FOLLOWS_PORTAL, SESSION = CONTRACT.context.followsPortal, CONTRACT.context.session
 
 -- The methods of `cmd`'s I/O (cmd:http and the like) are made on first use, each bound
 -- to its command, so both the colon and the dot forms work (cmd:http{...} and
@@ -142,7 +146,7 @@ local STORE = {
 -- session is added on the first such call, so a command that makes none pays nothing.
 local function io_context(record)
   local context = record.context
-  if context.session == nil then context.session = record.session end
+  if context[SESSION] == nil then context[SESSION] = record.session end
   return context
 end
 
@@ -151,17 +155,18 @@ end
 -- URLs, the URLs of the WISPr messages wispr.login and wispr.logoff read.
 local function allow_portal(record, address)
   local context = record.context
-  if not context.portal_hosts then return end
+  if not context[FOLLOWS_PORTAL] then return end
   local allowed = record.allowed_hosts
   if allowed == nil then
     allowed = {}
-    for _, pattern in ipairs(context.hosts) do allowed[pattern] = true end
+    for _, pattern in ipairs(context[HOSTS]) do allowed[pattern] = true end
     record.allowed_hosts = allowed
   end
   local host = type(address) == "string" and url_parse(address).host
   if host and host ~= "" and not allowed[host:lower()] then
     allowed[host:lower()] = true
-    context.hosts[#context.hosts + 1] = host:lower()
+    local hosts = context[HOSTS]
+    hosts[#hosts + 1] = host:lower()
   end
 end
 
@@ -347,7 +352,7 @@ local COMMAND = lazy_methods({
     return function(self, name)
       if name == nil and self ~= cmd then name = self end
       if type(name) ~= "string" then error("cmd:secret expects the secret's name", 2) end
-      local value = (record.context.secrets or {})[name]
+      local value = (record.context[SECRETS] or {})[name]
       if value == nil then
         error("no secret '" .. name .. "' in this helper's section of the secrets file", 2)
       end
@@ -436,7 +441,7 @@ local function dispatch(exports, own, shared)
   local command = shared or own
   -- The context is set by the runtime; kept in the record, out of the script's reach.
   local context = own.context or {}
-  context.hosts = context.hosts or {}
+  context[HOSTS] = context[HOSTS] or {}
   -- The nil fields size the table for what the handler sets later.
   local record = {
     context = context, session = command.session, store_data = own.store or {}, confidences = nil, delivered = nil,
