@@ -48,13 +48,22 @@ let package = Package(
         // The network layer: host allowlists, URLs, bound HTTP with cookies, bound DNS.
         // Foundation-free, because it runs inside the worker processes.
         .target(name: "HotspotNetwork", dependencies: ["CCurl", "HotspotCore"], swiftSettings: swiftSettings),
+        // What the runtime and the script libraries exchange through the prelude: the
+        // helper's context (HelperContext). Foundation-free, as the libraries.
+        .target(name: "ScriptContract", dependencies: ["LuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
         // Host libraries for venue scripts (run inside the worker processes).
         .target(
-            name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "CLibXML2", "COpenSSLCrypto"],
+            name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "ScriptContract", "CLibXML2", "COpenSSLCrypto"],
             swiftSettings: swiftSettings),
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
-        .target(name: "HotspotRuntime", dependencies: ["HotspotCore", "LuaSandbox", "CLuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
+        // Its Prelude/*.lua are embedded as Swift strings by the EmbedLua plugin.
+        .target(
+            name: "HotspotRuntime", dependencies: ["HotspotCore", "LuaSandbox", "CLuaSandbox", "HotspotNetwork", "ScriptContract"],
+            swiftSettings: swiftSettings, plugins: ["EmbedLua"]),
+        // Writes a target's .lua files into a Swift file as strings, for the EmbedLua plugin.
+        .executableTarget(name: "embed-lua", swiftSettings: swiftSettings),
+        .plugin(name: "EmbedLua", capability: .buildTool(), dependencies: ["embed-lua"]),
         // The portal simulator: captive-portal scenarios on a real HTTP server.
         .target(
             name: "PortalSimulator", dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
@@ -89,7 +98,10 @@ let package = Package(
         // What several test targets share: running blocking work off Swift concurrency's threads.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
-            name: "HotspotRuntimeTests", dependencies: ["HotspotCore", "HotspotRuntime", "HotspotNetwork", "ScriptLibraries", "PortalSimulator", "TestSupport"],
+            name: "HotspotRuntimeTests",
+            dependencies: [
+                "HotspotCore", "HotspotRuntime", "HotspotNetwork", "ScriptContract", "ScriptLibraries", "PortalSimulator", "TestSupport",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HotspotNetworkTests",

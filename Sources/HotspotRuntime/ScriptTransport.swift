@@ -2,6 +2,7 @@ import FoundationEssentials
 import Synchronization
 public import HotspotCore
 import LuaSandbox
+import ScriptContract
 
 /// Carries the state machine's commands to venue scripts in the sandboxed engine: a command
 /// travels as two plain tables to the prelude's `dispatch` entry in the helper's state (the
@@ -158,28 +159,12 @@ public final class ScriptTransport: HelperTransport {
     /// What the prelude keeps out of the script's reach for `cmd:http` and `cmd:secret`; the
     /// prelude adds the command's cookie session.
     func context(for helper: HelperScript, network: NetworkDescription?) -> LuaValue {
-        // Empty lists and false flags are left out (their readers take absent as empty or
-        // false): every command carries this table into the helper's state, where each key
-        // and value costs a string to intern.
-        var context = LuaTable()
-        func list(_ key: LuaValue, _ items: [String]) {
-            if !items.isEmpty { context[key] = .table(LuaTable(array: items.map(LuaValue.text))) }
-        }
-        list("hosts", helper.hosts.map(\.text))
-        let secrets = configuration.secrets.of(helper: helper.id)
-        if !secrets.isEmpty {
-            context["secrets"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
-                secrets.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
-        }
-        context["helper"] = .text(helper.id)  // with the session, names the helper's cookie jar
-        context["interface"] = network?.interface.map(LuaValue.text) ?? nil
-        list("resolvers", network?.resolvers ?? [])
-        list("probes", network?.probeURLs ?? [])
-        context["ca_file"] = configuration.caFile.map(LuaValue.text) ?? nil
-        context["capport_url"] = network?.captivePortalAPI.map(LuaValue.text) ?? nil
-        if configuration.allowsPlainHTTPCaptivePortalAPI { context["capport_allow_http"] = true }
-        if helper.followsPortal { context["portal_hosts"] = true }
-        return .table(context)
+        HelperContext(
+            hosts: helper.hosts, secrets: configuration.secrets.of(helper: helper.id), helper: helper.id,
+            interface: network?.interface, resolvers: network?.resolvers ?? [], probes: network?.probeURLs ?? [],
+            caFile: configuration.caFile, captivePortalAPI: network?.captivePortalAPI,
+            allowsPlainHTTPCaptivePortalAPI: configuration.allowsPlainHTTPCaptivePortalAPI, followsPortal: helper.followsPortal
+        ).luaValue
     }
 
     static func networkValue(_ network: NetworkDescription, didJustJoin: Bool, isChosen: Bool) -> LuaValue {

@@ -1,10 +1,11 @@
 public import LuaSandbox
 import HotspotNetwork
+import ScriptContract
 import Synchronization
 
 /// The host side of `cmd:http{...}`. Private to the prelude, which passes the command's
-/// context (cookie session, interface, resolvers, the script's `hosts`) that no script
-/// can forge: `http.request(context, options)` answers a response table or `nil, message`;
+/// context (a `HelperContext`: cookie session, interface, resolvers, the script's `hosts`)
+/// that no script can forge: `http.request(context, options)` answers a response table or `nil, message`;
 /// `http.probe(context)` answers the network's connectivity verdict (the probes in the
 /// context's `probes`, in the compact syntax of `Probe.parse`); `http.capport(context)`
 /// answers what the network's RFC 8908 Captive Portal API says (nil without one), or `nil, message`.
@@ -14,7 +15,7 @@ public enum HTTPLibrary {
 
     public static let module = HostModule("http", isPublic: false, functions: [
         ("request", { (call: borrowing HostCall) throws -> [LuaValue] in
-            let context = try call.table(0)
+            let context = HelperContext(try call.table(0))
             let request = try request(from: try call.table(1)) { HostError("cmd:http: " + $0) }
             let client = client(for: context)
             let deadline = call.deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
@@ -27,21 +28,20 @@ public enum HTTPLibrary {
             }
         }),
         ("probe", { (call: borrowing HostCall) throws -> [LuaValue] in
-            let context = try call.table(0)
-            let specs = (context["probes"].tableValue?.array ?? []).compactMap(\.stringValue)
+            let context = HelperContext(try call.table(0))
             let set: ProbeSet
-            switch ProbeSet.parse(specs) {
+            switch ProbeSet.parse(context.probes) {
             case .success(let parsed): set = parsed
             case .failure(let error): throw HostError("cmd:probe: \(error)")
             }
             let deadline = call.deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
             let interruption = call.interruptionCheck
-            var verdict = ConnectivityProbe.run(set, binding: binding(from: context), deadline: deadline,
+            var verdict = ConnectivityProbe.run(set, binding: context.binding, deadline: deadline,
                                                 findPortalURL: WISPrLibrary.portalURL(in:), isCancelled: interruption)
             // Captive: the network's Captive Portal API names the portal best of all.
-            if verdict.state == .captive, let uri = context["capport_url"].stringValue,
+            if verdict.state == .captive, let uri = context.captivePortalAPI,
                let status = try? CaptivePortalAPI.fetch(
-                   uri, binding: binding(from: context), allowsPlainHTTP: context["capport_allow_http"].booleanValue ?? false,
+                   uri, binding: context.binding, allowsPlainHTTP: context.allowsPlainHTTPCaptivePortalAPI,
                    deadline: deadline, isCancelled: interruption),
                status.captive, let portal = status.userPortalURL {
                 verdict.offerPortalURL(portal, from: .captivePortalAPI)
@@ -49,13 +49,13 @@ public enum HTTPLibrary {
             return [.table(verdictTable(verdict))]
         }),
         ("capport", { (call: borrowing HostCall) throws -> [LuaValue] in
-            let context = try call.table(0)
-            guard let uri = context["capport_url"].stringValue else { return [nil] }
+            let context = HelperContext(try call.table(0))
+            guard let uri = context.captivePortalAPI else { return [nil] }
             let deadline = call.deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
             let interruption = call.interruptionCheck
             do throws(HTTPFailure) {
                 guard let status = try CaptivePortalAPI.fetch(
-                    uri, binding: binding(from: context), allowsPlainHTTP: context["capport_allow_http"].booleanValue ?? false,
+                    uri, binding: context.binding, allowsPlainHTTP: context.allowsPlainHTTPCaptivePortalAPI,
                     deadline: deadline, isCancelled: interruption)
                 else {
                     return [["captive": false, "unrestricted": true, "api_url": .text(uri)]]
@@ -98,21 +98,10 @@ public enum HTTPLibrary {
         }
     }
 
-    static func client(for context: LuaTable) -> BoundHTTPClient {
-        var hosts: [HostPattern] = []
-        for value in context["hosts"].tableValue?.array ?? [] {
-            if let text = value.stringValue, case .success(let pattern) = HostPattern.parse(text) { hosts.append(pattern) }
-        }
+    static func client(for context: HelperContext) -> BoundHTTPClient {
         // A jar per helper and session: a new session starts empty, and helpers never share.
-        let jarName = context["session"].stringValue.map { (context["helper"].stringValue ?? "") + "/" + $0 }
-        return BoundHTTPClient(binding: binding(from: context), allowedHosts: hosts, cookies: jarName.map(jar(for:)))
-    }
-
-    static func binding(from context: LuaTable) -> NetworkBinding {
-        NetworkBinding(
-            interface: context["interface"].stringValue,
-            resolvers: (context["resolvers"].tableValue?.array ?? []).compactMap(\.stringValue),
-            caFile: context["ca_file"].stringValue)
+        let jarName = context.session.map { context.helper + "/" + $0 }
+        return BoundHTTPClient(binding: context.binding, allowedHosts: context.hosts, cookies: jarName.map(jar(for:)))
     }
 
     static func request(from options: LuaTable, problem: (String) -> HostError) throws -> HTTPRequest {

@@ -1,5 +1,6 @@
 public import LuaSandbox
 import HotspotNetwork
+import ScriptContract
 
 /// The host side of `cmd:tcp` and `cmd:udp`. Private to the prelude, which passes the
 /// command's context (the script's `hosts`, the network's interface and resolvers):
@@ -62,7 +63,7 @@ public enum SocketLibrary {
     static func open(_ transport: BoundSocket.Transport, as hostClass: HostClass<Endpoint>,
                      _ call: borrowing HostCall) throws -> [LuaValue] {
         let name = "cmd:\(transport.rawValue)"
-        let context = try call.table(0)
+        let context = HelperContext(try call.table(0))
         guard let host = call[1].stringValue, !host.isEmpty else { throw HostError("\(name) expects a host name or address") }
         guard let port = call[2].integerValue, (1...65535).contains(port) else {
             throw HostError("\(name) expects a port from 1 to 65535, got \(call[2])")

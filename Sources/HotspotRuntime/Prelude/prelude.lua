@@ -1,0 +1,512 @@
+-- The trusted Lua of the venue-script contract (see HelperPrelude.swift). `CONTRACT` is a local
+-- that HelperPrelude.swift puts before this comment, on this same line so that the line numbers
+-- of errors match this file: what the prelude takes from the Swift side.
+local globals = ...
+local type, pairs, ipairs, error, tostring, setmetatable, next = type, pairs, ipairs, error, tostring, setmetatable, next
+local rawget, pcall = rawget, pcall
+local http_request, http_probe, http_capport = host.http.request, host.http.probe, host.http.capport
+local wispr_parse, wispr_login_form, url_parse, url_resolve = wispr.parse, wispr.login_form, url.parse, url.resolve
+local sleep, now, max = host.time.sleep, host.time.now, math.max
+local socket_tcp, socket_udp = host.socket.tcp, host.socket.udp
+
+-- Libraries every script sees as globals.
+globals.sleep = sleep
+globals.time = readonly({ now = host.time.now }, "time")
+
+-- The result and handler names of the Swift enums CommandResult and HotspotCommand.
+local RESULTS, RESULT_NAMES = {}, nil
+for _, name in ipairs(CONTRACT.results) do
+  RESULTS[name] = true
+  RESULT_NAMES = RESULT_NAMES and RESULT_NAMES .. ", " .. name or name
+end
+local HANDLERS = CONTRACT.handlers
+local CONFIDENCES = { none = true, low = true, high = true }
+local STORE_LIMIT = CONTRACT.store_limit
+-- The keys of the context (HelperContext.Key) the prelude reads or sets.
+local HOSTS, SECRETS = CONTRACT.context.hosts, CONTRACT.context.secrets
+local FOLLOWS_PORTAL, SESSION = CONTRACT.context.followsPortal, CONTRACT.context.session
+
+-- The methods of `cmd`'s I/O (cmd:http and the like) are made on first use, each bound
+-- to its command, so both the colon and the dot forms work (cmd:http{...} and
+-- cmd.http{...}), and a command pays only for those its handler touches.
+local function lazy_methods(makers, state_of, shared, protected_name)
+  return {
+    __index = function(object, key)
+      local method = shared[key]
+      if method ~= nil then return method end
+      local make = makers[key]
+      if make == nil then return nil end
+      method = make(object, state_of[object])
+      rawset(object, key, method)
+      return method
+    end,
+    __metatable = protected_name,
+  }
+end
+
+-- The networks of each command (the tables the runtime sent, given methods), and the
+-- command's record; what scripts set on them is kept in the record, by network.
+-- Evaluate runs in every helper at every join, so this path makes no closures: the
+-- methods are shared, and called with a colon (the error says so otherwise).
+local network_records = setmetatable({}, { __mode = "k" })
+
+-- What the prelude keeps about `object` (a network or a response) in `kept`. A method
+-- called with a dot gets its first argument as `object`, and an error that says how.
+local OWNERS = {
+  network = "cmd.network and of the networks in cmd.network_list",
+  response = "a response from cmd:create_response",
+}
+local function kept_for(kept, object, method, owner)
+  local state = kept[object]
+  if state == nil then
+    error(method .. " is a method of " .. OWNERS[owner] .. ": call it with a colon, as in " .. owner .. ":" .. method .. "(...)", 3)
+  end
+  return state
+end
+
+local NETWORK = {
+  __index = {
+    set_confidence = function(network, level)
+      local record = kept_for(network_records, network, "set_confidence", "network")
+      if not CONFIDENCES[level] then
+        error("set_confidence expects \"none\", \"low\" or \"high\", got " .. tostring(level), 2)
+      end
+      local confidences = record.confidences
+      if confidences == nil then record.confidences = { [network] = level } else confidences[network] = level end
+    end,
+    set_password = function(network, password)
+      local record = kept_for(network_records, network, "set_password", "network")
+      if type(password) ~= "string" then error("set_password expects a string", 2) end
+      local passwords = record.passwords
+      if passwords == nil then record.passwords = { [network] = password } else passwords[network] = password end
+    end,
+  },
+  __metatable = "network",
+}
+
+local function adopt_network(network, record)
+  setmetatable(network, NETWORK)
+  network_records[network] = record
+  return network
+end
+
+-- What the prelude keeps about each live command, out of the script's reach: its context,
+-- its store, what it delivered.
+local commands = setmetatable({}, { __mode = "k" })
+
+local function command_record(cmd, caller)
+  local record = commands[cmd]
+  if record == nil then error(caller .. " expects the command (cmd) as its first argument", 3) end
+  return record
+end
+
+-- The command's store, counted on first use: `data` holds the values, `size` their bytes.
+local function store_of(record)
+  local store = record.store
+  if store == nil then
+    local size = 0
+    for k, v in pairs(record.store_data) do size = size + #k + #v end
+    store = { data = record.store_data, size = size, changed = false }
+    record.store = store
+  end
+  return store
+end
+
+-- Keys starting with "@" are the runtime's (such as the WISPr logoff URL wispr.login
+-- keeps): scripts read them, only this prelude writes them, through `store_put`.
+local function store_put(record, key, value, level)
+  local store = store_of(record)
+  local old = store.data[key]
+  local grown = store.size - (old and #key + #old or 0) + (value and #key + #value or 0)
+  if grown > STORE_LIMIT then error("cmd.store is full (" .. STORE_LIMIT .. " bytes per helper and network)", level + 1) end
+  store.size = grown
+  store.data[key] = value
+  store.changed = true
+end
+
+-- `cmd.store`: a proxy whose every write is checked.
+local store_records = setmetatable({}, { __mode = "k" })
+local STORE = {
+  __index = function(proxy, key) return store_records[proxy].store_data[key] end,
+  __newindex = function(proxy, key, value)
+    if type(key) ~= "string" then error("cmd.store keys are strings", 2) end
+    if value ~= nil and type(value) ~= "string" then error("cmd.store values are strings (store '" .. key .. "' as a string)", 2) end
+    if key:sub(1, 1) == "@" then error("cmd.store keys starting with '@' are the runtime's; '" .. key .. "' cannot be set", 2) end
+    store_put(store_records[proxy], key, value, 2)
+  end,
+  -- An iterator that does not hand out the data itself, which would skip the checks.
+  __pairs = function(proxy)
+    local data = store_records[proxy].store_data
+    return function(_, key) return next(data, key) end, nil, nil
+  end,
+  __metatable = "cmd.store",
+}
+
+-- The context a host function that reaches the network gets: the command's cookie
+-- session is added on the first such call, so a command that makes none pays nothing.
+local function io_context(record)
+  local context = record.context
+  if context[SESSION] == nil then context[SESSION] = record.session end
+  return context
+end
+
+-- A helper whose `hosts` has "@portal" may reach the hosts the network names as its
+-- portal during the command: the captive probe's redirect, the Captive Portal API's
+-- URLs, the URLs of the WISPr messages wispr.login and wispr.logoff read.
+local function allow_portal(record, address)
+  local context = record.context
+  if not context[FOLLOWS_PORTAL] then return end
+  local allowed = record.allowed_hosts
+  if allowed == nil then
+    allowed = {}
+    for _, pattern in ipairs(context[HOSTS]) do allowed[pattern] = true end
+    record.allowed_hosts = allowed
+  end
+  local host = type(address) == "string" and url_parse(address).host
+  if host and host ~= "" and not allowed[host:lower()] then
+    allowed[host:lower()] = true
+    local hosts = context[HOSTS]
+    hosts[#hosts + 1] = host:lower()
+  end
+end
+
+globals.capport = readonly({
+  -- What the network's RFC 8908 Captive Portal API says: a table, nil when the network
+  -- has no API, or nil and a message prefixed as cmd:http's are.
+  fetch = function(cmd)
+    local record = command_record(cmd, "capport.fetch")
+    local status, problem = http_capport(io_context(record))
+    if status then
+      allow_portal(record, status.user_portal_url)
+      allow_portal(record, status.venue_info_url)
+    end
+    return status, problem
+  end,
+}, "capport")
+
+-- The WISPr smart client: wispr.login, wispr.logoff, wispr.abort on top of cmd:http
+-- and wispr.parse. Waits (Delay) count against the command's deadline.
+local WISPR_RESULTS = {
+  [50] = "success", [100] = "login_failed", [102] = "radius_error", [105] = "network_admin_error",
+  [150] = "success", [151] = "aborted", [253] = "protocol_error", [254] = "protocol_error", [255] = "gateway_error",
+}
+local WISPR_LOGOFF_KEY, WISPR_ABORT_KEY = "@wispr.logoff_url", "@wispr.abort_login_url"
+local WISPR_HOPS, WISPR_POLLS = 8, 64
+
+local function wispr_outcome(reply, fallback)
+  local code = reply.response_code
+  return {
+    result = WISPR_RESULTS[code] or fallback or "protocol_error", response_code = code,
+    reply = reply.reply_message, message = reply,
+  }
+end
+
+-- Fetches `address` and reads its WISPr message: message, or nil and the outcome to return.
+local function wispr_fetch(cmd, request)
+  local page, problem = cmd:http(request)
+  if not page then return nil, nil, { result = "unreachable", reply = problem } end
+  local message, broken = wispr_parse(page.body)
+  if broken then return nil, page, { result = "protocol_error", reply = broken } end
+  return message, page
+end
+
+local function wispr_delay(message)
+  local delay = message.delay
+  return (type(delay) == "number" and delay > 0) and delay or 0
+end
+
+local function wispr_login(cmd, options)
+  local record = command_record(cmd, "wispr.login")
+  if type(options) ~= "table" or type(options.username) ~= "string" or type(options.password) ~= "string" then
+    error("wispr.login expects { username = \"...\", password = \"...\" }", 2)
+  end
+  local function allow(address) allow_portal(record, address) end
+  local address = options.url
+  if address == nil then
+    local verdict = cmd:probe()
+    if verdict.state == "connected" then return { result = "success", reply = "the network is already open" } end
+    if not verdict.portal_url then
+      return { result = "not_wispr", reply = "the probe found no portal (" .. tostring(verdict.state) .. ")" }
+    end
+    address = verdict.portal_url
+  end
+  allow(address)
+  -- The Redirect (100), one hop at a time: the gateway may put it in a redirect's page,
+  -- at the redirect's target, or behind a Proxy message (110) and its NextURL.
+  local redirect
+  for _ = 1, WISPR_HOPS do
+    local message, page, outcome = wispr_fetch(cmd, { url = address, follow_redirects = false })
+    if outcome then return outcome end
+    if message and message.message == "redirect" then
+      redirect = message
+      break
+    elseif message and message.message == "proxy" and message.next_url then
+      sleep(wispr_delay(message))
+      address = url_resolve(address, message.next_url)
+    elseif page.status >= 300 and page.status < 400 and page.headers.location then
+      address = url_resolve(address, page.headers.location)
+    else
+      return { result = "not_wispr", reply = "no WISPr Redirect at " .. address, message = message }
+    end
+    allow(address)
+  end
+  if not redirect then return { result = "not_wispr", reply = "no WISPr Redirect within " .. WISPR_HOPS .. " steps" } end
+  if (redirect.response_code or 0) ~= 0 then return wispr_outcome(redirect) end
+  if not redirect.login_url then return { result = "protocol_error", reply = "the Redirect has no LoginURL", message = redirect } end
+  allow(redirect.login_url)
+  allow(redirect.abort_login_url)
+  store_put(record, WISPR_ABORT_KEY, redirect.abort_login_url, 2)
+  local form = wispr_login_form(redirect, options.username, options.password, options.originating_server)
+  local reply, _, outcome = wispr_fetch(cmd, { method = "POST", url = redirect.login_url, form = form })
+  local polls = 0
+  local give_up = type(options.wait) == "number" and now() + options.wait or nil
+  -- Pending (201): poll LoginResultsURL after Delay, until `wait` or the deadline ends the wait.
+  while not outcome and reply and reply.response_code == 201 and polls < WISPR_POLLS do
+    if not reply.login_results_url then return { result = "protocol_error", reply = "pending without a LoginResultsURL", message = reply } end
+    local results = url_resolve(redirect.login_url, reply.login_results_url)
+    allow(results)
+    local delay = max(wispr_delay(reply), 1)
+    if give_up and now() + delay > give_up then break end
+    sleep(delay)
+    polls = polls + 1
+    reply, _, outcome = wispr_fetch(cmd, { url = results })
+  end
+  if outcome then return outcome end
+  if not reply then return { result = "protocol_error", reply = "the gateway answered the login without a WISPr message" } end
+  if reply.response_code == 201 then return wispr_outcome(reply, "pending") end
+  local result = wispr_outcome(reply)
+  if reply.response_code == 50 then
+    result.result = "success"
+    result.logoff_url = reply.logoff_url
+    store_put(record, WISPR_LOGOFF_KEY, reply.logoff_url, 2)
+    store_put(record, WISPR_ABORT_KEY, nil, 2)
+  elseif result.result == "success" then
+    result.result = "protocol_error"  -- 150 answers a logoff, not a login
+  end
+  return result
+end
+
+-- Sends the stored URL (LogoffURL or AbortLoginURL) and reads the gateway's answer.
+local function wispr_end(cmd, caller, key, expected, missing)
+  local record = command_record(cmd, caller)
+  local address = cmd.store[key]
+  if not address then return { result = missing, reply = "no URL for " .. caller .. " from an earlier wispr.login" } end
+  allow_portal(record, address)
+  local reply, _, outcome = wispr_fetch(cmd, { url = address })
+  if outcome then return outcome end
+  store_put(record, key, nil, 2)
+  if not reply then return { result = "protocol_error", reply = "the gateway answered without a WISPr message" } end
+  local result = wispr_outcome(reply)
+  if reply.response_code ~= expected then
+    result.result = result.result == "success" and "protocol_error" or result.result
+  else
+    result.result = expected == 150 and "success" or "aborted"
+  end
+  return result
+end
+
+globals.wispr = readonly({
+  parse = wispr_parse,
+  login_form = wispr_login_form,
+  login = wispr_login,
+  logoff = function(cmd) return wispr_end(cmd, "wispr.logoff", WISPR_LOGOFF_KEY, 150, "not_logged_in") end,
+  abort = function(cmd) return wispr_end(cmd, "wispr.abort", WISPR_ABORT_KEY, 151, "no_login_pending") end,
+}, "wispr")
+
+local function network_answer(network, record)
+  local passwords, confidences = record.passwords, record.confidences
+  return {
+    ssid = network.ssid, bssid = network.bssid,
+    password = passwords and passwords[network], confidence = confidences and confidences[network],
+  }
+end
+
+local socket_opener, create_response
+
+-- What `cmd` offers besides its fields: create_response, shared; the rest made on first
+-- use (see lazy_methods).
+local COMMAND = lazy_methods({
+  -- Both cmd:http{...} and cmd.http{...} work.
+  http = function(cmd, record)
+    return function(self, options)
+      if options == nil and self ~= cmd then options = self end
+      if type(options) ~= "table" then
+        error("cmd:http expects a table of options, such as { url = \"https://portal.example/login\" }", 2)
+      end
+      local ok, response, message = pcall(http_request, io_context(record), options)
+      if not ok then error(response, 2) end
+      return response, message
+    end
+  end,
+  probe = function(_, record)
+    return function()
+      local verdict = http_probe(io_context(record))
+      if verdict.state == "captive" then allow_portal(record, verdict.portal_url) end
+      return verdict
+    end
+  end,
+  -- cmd:tcp(host, port, options) and cmd:udp(host, port, options); the dot forms work too.
+  tcp = function(cmd, record) return socket_opener(cmd, record, socket_tcp) end,
+  udp = function(cmd, record) return socket_opener(cmd, record, socket_udp) end,
+  secret = function(cmd, record)
+    return function(self, name)
+      if name == nil and self ~= cmd then name = self end
+      if type(name) ~= "string" then error("cmd:secret expects the secret's name", 2) end
+      local value = (record.context[SECRETS] or {})[name]
+      if value == nil then
+        error("no secret '" .. name .. "' in this helper's section of the secrets file", 2)
+      end
+      return value
+    end
+  end,
+  store = function(_, record)
+    local proxy = setmetatable({}, STORE)
+    store_records[proxy] = record
+    return proxy
+  end,
+}, commands, { create_response = function(cmd, result) return create_response(cmd, result) end }, "cmd")
+
+function socket_opener(cmd, record, open)
+  return function(self, host_name, port, options)
+    if self ~= cmd then host_name, port, options = self, host_name, port end
+    local ok, socket, message = pcall(open, io_context(record), host_name, port, options)
+    if not ok then error(socket, 2) end
+    return socket, message
+  end
+end
+
+-- Responses and what each holds: the command's record, the result, the network or list
+-- it names, whether it was delivered.
+local response_states = setmetatable({}, { __mode = "k" })
+
+local RESPONSE = {
+  __index = {
+    set_network = function(response, net)
+      local state = kept_for(response_states, response, "set_network", "response")
+      if net == nil or network_records[net] ~= state.record then
+        error("set_network expects a network from the command (cmd.network or cmd.network_list)", 2)
+      end
+      state.network = net
+    end,
+    set_network_list = function(response, nets)
+      local state = kept_for(response_states, response, "set_network_list", "response")
+      if type(nets) ~= "table" then error("set_network_list expects a list of networks", 2) end
+      for _, net in ipairs(nets) do
+        if network_records[net] ~= state.record then error("set_network_list expects networks from cmd.network_list", 2) end
+      end
+      state.network_list = nets
+    end,
+    deliver = function(response)
+      local state = kept_for(response_states, response, "deliver", "response")
+      if state.sent then error("deliver() works once: this response was already delivered", 2) end
+      local record = state.record
+      if record.delivered then error("this command already has a delivered response", 2) end
+      state.sent = true
+      -- The answer is fixed now: what the script sets on the networks later does not count.
+      if state.network then
+        local confidences = record.confidences
+        state.confidence = confidences and confidences[state.network]
+      end
+      if state.network_list then
+        local list = {}
+        for i, net in ipairs(state.network_list) do list[i] = network_answer(net, record) end
+        state.claims = list
+      end
+      record.delivered = state
+    end,
+  },
+  __metatable = "response",
+}
+
+-- Reached from cmd's shared method by a tail call, so level 2 is the script's line.
+function create_response(cmd, result)
+  local record = commands[cmd]
+  if record == nil then
+    error("create_response is a method of cmd: call it with a colon, as in cmd:create_response(\"success\")", 2)
+  end
+  if not RESULTS[result] then
+    error("unknown result '" .. tostring(result) .. "'; use one of " .. RESULT_NAMES, 2)
+  end
+  local response = setmetatable({}, RESPONSE)
+  response_states[response] = {
+    record = record, result = result, network = nil, network_list = nil, sent = nil, confidence = nil, claims = nil,
+  }
+  return response
+end
+
+-- A command comes in two tables: the helper's own (`context`, `store`) and what every
+-- helper it goes to gets (`type`, `network`, `network_list`, `answers`), which the
+-- runtime encodes once for all of them; or whole, in the first.
+local function dispatch(exports, own, shared)
+  local command = shared or own
+  -- The context is set by the runtime; kept in the record, out of the script's reach.
+  local context = own.context or {}
+  context[HOSTS] = context[HOSTS] or {}
+  -- The nil fields size the table for what the handler sets later.
+  local record = {
+    context = context, session = command.session, store_data = own.store or {}, confidences = nil, delivered = nil,
+  }
+  local network, list = command.network, command.network_list
+  if network then adopt_network(network, record) end
+  if list then
+    for _, listed in ipairs(list) do adopt_network(listed, record) end
+  end
+  local cmd = setmetatable({ type = command.type, network = network, network_list = list, answers = command.answers }, COMMAND)
+  commands[cmd] = record
+
+  local handler = rawget(exports, command.type)
+  local result, problem, confidence, claims
+  if type(handler) ~= "function" then
+    result = "command_not_recognized"
+  else
+    local returned = handler(cmd)
+    if not record.delivered then
+      -- Shorthands: an undelivered response, a result name, or for evaluate a confidence.
+      if type(returned) == "table" and type(returned.deliver) == "function" then
+        returned:deliver()
+      elseif command.type == "evaluate" and CONFIDENCES[returned] then
+        result, confidence = "success", returned
+      elseif RESULTS[returned] then
+        result = returned
+      end
+    end
+    local delivered = record.delivered
+    if delivered then
+      result, confidence, claims = delivered.result, delivered.confidence, delivered.claims
+    elseif result == nil then
+      result, problem = "failure", "no response delivered"
+    end
+  end
+  -- The answer as plain values, the cheapest to carry back, in the order of DispatchAnswer.Value
+  -- (HelperPrelude.swift): the result, an error, the network's confidence, the networks
+  -- claimed (filter_scan_list), the store if it changed.
+  return result, problem, confidence, claims, record.store and record.store.changed and record.store.data or nil
+end
+
+local function describe(exports)
+  if type(exports) ~= "table" then return { returned = type(exports) } end
+  local handlers, unknown = {}, {}
+  local recognised = { name = true, hosts = true }
+  for _, name in ipairs(HANDLERS) do
+    recognised[name] = true
+    local value = rawget(exports, name)
+    if value ~= nil then handlers[name] = type(value) end
+  end
+  for key in next, exports do
+    if not recognised[key] then unknown[#unknown + 1] = tostring(key) end
+  end
+  local hosts = rawget(exports, "hosts")
+  local host_list
+  if type(hosts) == "table" then
+    host_list = {}
+    for i, host in ipairs(hosts) do host_list[i] = type(host) == "string" and host or { type(host) } end
+  end
+  local name = rawget(exports, "name")
+  return {
+    returned = "table", name = type(name) == "string" and name or nil,
+    name_type = type(name), hosts = host_list, hosts_type = type(hosts),
+    handlers = handlers, unknown = unknown,
+  }
+end
+
+return { dispatch = dispatch, describe = describe }
