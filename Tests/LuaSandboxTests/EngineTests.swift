@@ -298,7 +298,7 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         let worker = engine.workerProcessIDs[0]
         engine.shutdown()
         // Reaped, no longer even a zombie: its reader has closed the socket too.
-        try await eventually { kill(worker, 0) != 0 }
+        try await eventually("the stopped worker to be reaped") { kill(worker, 0) != 0 }
         #expect(kill(worker, 0) != 0)
         // The lowest free numbers come first, so one of these takes the worker's old one.
         var pairs: [[Int32]] = []

@@ -202,10 +202,10 @@ import TestSupport
         let (matching, looping) = (OneThreadAtATime(matcher), OneThreadAtATime(looper))
         async let matched = onOwnThread { matching.state.call("match").result }
         // Not a fixed sleep: on a loaded machine a thread may take longer to get there.
-        try await eventually { group.takers == 1 }  // the matcher holds the state
+        try await eventually("the matcher holds the state") { group.takers == 1 }
         let start = Deadline.now
         async let looped = onOwnThread { looping.state.call("loop", deadline: .after(.seconds(10))).result }
-        try await eventually { group.takers == 2 }  // the looper waits for it
+        try await eventually("the looper waits for the state behind the matcher") { group.takers == 2 }
         looper.interruptHandle.interrupt()
         guard case .failure(let error) = try await looped else { Issue.record("the loop returned"); return }
         #expect(error.kind == .cancelled)
