@@ -3,13 +3,13 @@ public import Testing
 /// Waits until `condition` holds, checking every 20 ms, for at most `limit`. If it never
 /// does, records a failure at the caller naming what it waited for (`awaited`, e.g. "the
 /// looper holds the group") and throws, so the test stops there instead of running on
-/// with the condition unmet.
+/// with the condition unmet. An error `condition` throws ends the wait and reaches the caller.
 public func eventually(
     _ awaited: String, within limit: Duration = .seconds(10),
-    sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async -> Bool
+    sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool
 ) async throws {
     let end = ContinuousClock.now + limit
-    while !(await condition()) {
+    while !(try await condition()) {
         guard ContinuousClock.now < end else {
             Issue.record("timed out after \(seconds(limit)) waiting for: \(awaited)", sourceLocation: sourceLocation)
             throw TimedOut(awaited: awaited)
