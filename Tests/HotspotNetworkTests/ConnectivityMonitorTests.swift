@@ -69,6 +69,7 @@ struct ConnectivityMonitorTests {
         server.probeSwitch.isOpen.withLock { $0 = true }
         try await eventually("connected once the probe passes") { seen.all.last == .connected }
         let settled = server.probeSwitch.asked.withLock { $0.count }
+        // Real time is what is tested: five intervals pass without a poll while connected.
         try await Task.sleep(for: .milliseconds(500))
         #expect(server.probeSwitch.asked.withLock { $0.count } == settled)
         monitor.recheck()
