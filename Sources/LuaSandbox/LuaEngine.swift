@@ -323,6 +323,11 @@ public final class LuaEngine: Sendable {
 
     /// The worker processes' ids, in slot order (for monitoring and tests).
     public var workerProcessIDs: [Int32] { slots.map(\.processID) }
+
+    /// Requests written to the workers and not yet answered. Tests wait on it for a call to
+    /// have reached its worker (before they cancel it, kill the worker or shut down), since
+    /// a sleep only hopes it has.
+    package var requestsInFlight: Int { slots.reduce(0) { $0 + $1.requestsInFlight } }
 }
 
 /// One worker process, its replacements, and the requests in flight to it.
@@ -379,6 +384,7 @@ private final class WorkerSlot: Sendable {
 
     var scriptCount: Int { state.withLock { $0.scripts.count + $0.pending.count } }
     var processID: Int32 { state.withLock { $0.process?.pid ?? 0 } }
+    var requestsInFlight: Int { state.withLock { $0.pending.count } }
 
     func perform(_ frame: WorkerFrame, deadline: Deadline?, installing: (UInt32, ScriptSource)?) async -> RawOutcome {
         if Task.isCancelled { return RawOutcome(error: LuaScriptError(.cancelled, "cancelled")) }

@@ -107,6 +107,10 @@ final class ScriptScheduler: @unchecked Sendable {
 
     // The worker's scheduler lives as long as its process; nothing deinitializes it.
 
+    /// Whether idle work is due or a runner is on it. Tests wait on it for the idle work to
+    /// have stopped before they count its steps, since a sleep only hopes it has.
+    package var idleWorkPending: Bool { locked { idleWorkDue || idleWorker } }
+
     /// Queues `job` behind the other jobs of `lane`.
     func enqueue(_ job: @escaping () -> Void, on lane: Lane) {
         precondition(lane.group >= 0 && lane.group < width, "a lane's group must be below the scheduler's width")

@@ -139,11 +139,8 @@ let aroma = """
         let state = try CLI.temporaryDirectory()
         let (process, _, _) = try CLI.start(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest",
                                               "--state-dir", state, "--stay", "30", "--maintain-interval", "0.05", "--json"])
-        var saved = 0
-        for _ in 0..<100 where saved < 5 {
-            try await Task.sleep(for: .milliseconds(50))
-            saved = Self.maintainedCount(in: state) ?? 0
-        }
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        try await eventually("five maintain counts saved") { (Self.maintainedCount(in: state) ?? 0) >= 5 }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         let atKill = try #require(Self.maintainedCount(in: state))

@@ -51,6 +51,7 @@ struct DevTests {
         fclose(file)
         let broken = try await dev.waitForEvent(count: 2) { $0["event"] as? String == "reload" && $0["reason"] as? String == "saved" }
         #expect((broken["problems"] as? [String])?.first?.hasPrefix(script + ":5:") == true, "\(broken)")
+        // Real time is what is tested: nothing runs for a while after the broken save.
         try await Task.sleep(for: .milliseconds(300))
         #expect(dev.events.filter(Self.isDone()).count == 2, "a broken save runs nothing")
 

@@ -193,13 +193,12 @@ struct BoundHTTPClientTests {
         let server = try await TestTLSServer.start()
         defer { server.stop() }
         let url = "https://localhost:\(server.port)/"
-        let response = try await onOwnThread { [self] in
-            var response: HTTPResponse?
-            for _ in 0..<50 where response == nil {
-                response = try? client(binding: NetworkBinding(caFile: server.caFile)).perform(HTTPRequest(url: url))
-                if response == nil { usleep(100_000) }
+        var response: HTTPResponse?
+        try await eventually("the TLS server to answer") {
+            response = try? await onOwnThread { [self] in
+                try client(binding: NetworkBinding(caFile: server.caFile)).perform(HTTPRequest(url: url))
             }
-            return response
+            return response != nil
         }
         #expect(response?.status == 200)
         let untrusted = failure { () throws(HTTPFailure) in try client().perform(HTTPRequest(url: url)) }

@@ -29,16 +29,18 @@ struct ConnectivityMonitorTests {
         let seen = Seen()
         let watching = seen.collect(monitor)
         defer { watching.cancel() }
-        try await eventually { seen.all == [.determining, .connected] }
+        try await eventually("the first verdict, connected") { seen.all == [.determining, .connected] }
         #expect(seen.all == [.determining, .connected])
 
         server.probeSwitch.isOpen.withLock { $0 = false }
         let before = server.probeSwitch.asked.withLock { $0.count }
         monitor.recheck()
-        try await eventually { seen.all.last == .captive }
+        try await eventually("the recheck's verdict, captive") { seen.all.last == .captive }
         #expect(seen.all == [.determining, .connected, .captive])
         // Without the backoff, the next check would come after the 60 s interval.
-        try await eventually { server.probeSwitch.asked.withLock { $0.count } >= before + 4 }
+        try await eventually("four probes since the loss, on the backoff") {
+            server.probeSwitch.asked.withLock { $0.count } >= before + 4
+        }
         let asked = server.probeSwitch.asked.withLock { Array($0[before...]) }
         #expect(asked.count >= 4)
         let gaps = zip(asked.dropFirst(), asked).map { $0.0 - $0.1 }
@@ -49,7 +51,7 @@ struct ConnectivityMonitorTests {
         #expect(seen.all.count == 3)  // the same verdict again is no change
 
         server.probeSwitch.isOpen.withLock { $0 = true }
-        try await eventually { seen.all.last == .connected }
+        try await eventually("connected again once the probe passes") { seen.all.last == .connected }
         #expect(seen.all == [.determining, .connected, .captive, .connected])
     }
 
@@ -61,16 +63,17 @@ struct ConnectivityMonitorTests {
         let seen = Seen()
         let watching = seen.collect(monitor)
         defer { watching.cancel() }
-        try await eventually { server.probeSwitch.asked.withLock { $0.count } >= 3 }
+        try await eventually("three polls while captive") { server.probeSwitch.asked.withLock { $0.count } >= 3 }
         #expect(seen.all == [.determining, .captive])
 
         server.probeSwitch.isOpen.withLock { $0 = true }
-        try await eventually { seen.all.last == .connected }
+        try await eventually("connected once the probe passes") { seen.all.last == .connected }
         let settled = server.probeSwitch.asked.withLock { $0.count }
+        // Real time is what is tested: five intervals pass without a poll while connected.
         try await Task.sleep(for: .milliseconds(500))
         #expect(server.probeSwitch.asked.withLock { $0.count } == settled)
         monitor.recheck()
-        try await eventually { server.probeSwitch.asked.withLock { $0.count } > settled }
+        try await eventually("the probe the recheck asks for") { server.probeSwitch.asked.withLock { $0.count } > settled }
         #expect(server.probeSwitch.asked.withLock { $0.count } == settled + 1)
     }
 }

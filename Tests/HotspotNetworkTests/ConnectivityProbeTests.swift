@@ -91,7 +91,7 @@ struct ConnectivityProbeTests {
         let base = "http://127.0.0.1:\(server.port)/probe"
         let https = "https://localhost:\(tls.port)/ status=200"
         // Trusted, the TLS server passes: the set is connected once it listens.
-        try await eventually { (try? await check([https], threshold: 1, caFile: tls.caFile).state) == .connected }
+        try await eventually("the trusted TLS server to pass the probe") { (try? await check([https], threshold: 1, caFile: tls.caFile).state) == .connected }
         #expect(try await check([https], threshold: 1, caFile: tls.caFile).state == .connected)
 
         // Not trusted (as behind a middlebox that breaks TLS): partial.

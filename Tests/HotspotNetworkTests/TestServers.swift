@@ -101,6 +101,7 @@ final class TestHTTPServer: Sendable {
             Response(status: .ok, body: ResponseBody { writer in
                 for _ in 0..<600 {
                     try await writer.write(ByteBuffer(string: "."))
+                    // A body that trickles in over real time, which is what its tests are about.
                     try await Task.sleep(for: .milliseconds(50))
                 }
                 try await writer.finish(nil)
@@ -120,6 +121,7 @@ final class TestHTTPServer: Sendable {
             Response(status: .ok, headers: [.init("X-NetworkManager-Status")!: "online"], body: .init(byteBuffer: ByteBuffer(string: "NetworkManager is online\n")))
         }
         router.get("/probe/slow/:ms") { _, context in
+            // A probe that answers late in real time, which is what its tests are about.
             try await Task.sleep(for: .milliseconds(try context.parameters.require("ms", as: Int.self)))
             return Response(status: .noContent)
         }

@@ -77,7 +77,7 @@ struct ScriptWatcherTests {
         let watcher = try ScriptWatcher(path: directory)
         let changes = Changes(watcher)
         Self.save("-- a", to: directory + "/venue.lua")
-        try await eventually { changes.value == 1 }
+        try await eventually("the save of venue.lua reported") { changes.value == 1 }
         #expect(changes.value == 1)
 
         Self.save("not a script", to: directory + "/notes.txt")
@@ -86,9 +86,9 @@ struct ScriptWatcherTests {
 
         Self.save("-- b", to: directory + "/.venue.lua.swp")
         try FileManager.default.moveItem(atPath: directory + "/.venue.lua.swp", toPath: directory + "/other.lua")
-        try await eventually { changes.value == 2 }
+        try await eventually("the rename to other.lua reported") { changes.value == 2 }
         try FileManager.default.removeItem(atPath: directory + "/other.lua")
-        try await eventually { changes.value == 3 }
+        try await eventually("the deletion of other.lua reported") { changes.value == 3 }
         #expect(changes.value == 3)
         watcher.stop()
         await changes.task.value
@@ -103,7 +103,7 @@ struct ScriptWatcherTests {
         try await Task.sleep(for: .milliseconds(200))
         #expect(changes.value == 0, "only the watched file counts")
         Self.saveByRenaming("-- b", to: directory + "/venue.lua")
-        try await eventually { changes.value == 1 }
+        try await eventually("the save of the watched file reported") { changes.value == 1 }
         #expect(changes.value == 1)
         watcher.stop()
         await changes.task.value

@@ -239,7 +239,7 @@ struct StandardsTests {
             let network = Self.network(portal, api: "/capport-api")
             #expect(await fixture.runtime.join(network) == .authenticated)
             // The runtime's maintain interval is 300 s: only the API's seconds-remaining brings these.
-            try await eventually { fixture.events.commands(.maintain).filter { $0.result == .success }.count >= 2 }
+            try await eventually("two successful maintain commands") { fixture.events.commands(.maintain).filter { $0.result == .success }.count >= 2 }
             #expect(fixture.events.commands(.maintain).filter { $0.result == .success }.count >= 2)
             #expect(fixture.events.commands(.authenticate).count == 1)  // extended, never logged in again
             #expect(fixture.events.logs.contains { $0.message.contains("maintain in") == true && $0.message.contains("to extend it") })
@@ -253,7 +253,7 @@ struct StandardsTests {
             let fixture = try await RuntimeFixture(scripts: ["capport": try Self.bundled("capport")], configuration: Self.configuration())
             defer { fixture.engine.shutdown() }
             #expect(await fixture.runtime.join(Self.network(portal, api: "/capport-api")) == .authenticated)
-            try await eventually { fixture.events.commands(.authenticate).filter { $0.result == .success }.count >= 2 }
+            try await eventually("a second successful login") { fixture.events.commands(.authenticate).filter { $0.result == .success }.count >= 2 }
             #expect(fixture.events.commands(.maintain).first?.result == .authenticationRequired)
             #expect(fixture.events.commands(.authenticate).filter { $0.result == .success }.count >= 2)
             #expect(fixture.events.logs.contains { $0.message.contains("to log in again once it has run out") })

@@ -126,7 +126,7 @@ import HotspotCore
         ], configuration: .init(commandDeadline: .seconds(5), maintainInterval: .milliseconds(100)))
         #expect(await fixture.runtime.join(guest) == .authenticated)
         // Timers on a loaded 2-core machine: wait for the outcome, not for a fixed time.
-        try await eventually { fixture.events.commands(.maintain).count >= 2 }
+        try await eventually("two maintain commands") { fixture.events.commands(.maintain).count >= 2 }
         #expect(fixture.runtime.stateDirectory.store(helper: "expiring", ssid: guest.ssid)["logins"] == "2")
         #expect(fixture.events.transitions.contains("maintaining>authenticating"))
         #expect(fixture.events.commands(.maintain).map(\.result).prefix(2) == [.authenticationRequired, .success], "\(fixture.events.commands(.maintain).map(\.error))")
@@ -165,7 +165,7 @@ import HotspotCore
             ]),
         ], configuration: .init(commandDeadline: .seconds(5), retryFirstDelay: .milliseconds(50)))
         #expect(await fixture.runtime.join(guest) == .failure)
-        try await eventually { await fixture.runtime.state(of: guest.ssid) == .authenticated }
+        try await eventually("the retries to authenticate") { await fixture.runtime.state(of: guest.ssid) == .authenticated }
         let retries = fixture.events.logs.map(\.message).filter { $0.hasPrefix("retrying") }
         #expect(retries.count == 2)
         #expect(retries.last?.contains("0.1 seconds") == true)
@@ -194,7 +194,7 @@ import HotspotCore
         ], configuration: .init(commandDeadline: .seconds(5), maintainInterval: .seconds(60), retryFirstDelay: .milliseconds(100)))
         #expect(await fixture.runtime.join(NetworkDescription(ssid: "Steady")) == .authenticated)
         #expect(await fixture.runtime.join(NetworkDescription(ssid: "Flaky")) == .failure)
-        try await eventually { await fixture.runtime.state(of: "Flaky") == .authenticated }
+        try await eventually("the retry to authenticate Flaky") { await fixture.runtime.state(of: "Flaky") == .authenticated }
         #expect(await fixture.runtime.state(of: "Flaky") == .authenticated, "the retry came before the alarm's next maintain, 60 s on")
         #expect(await fixture.runtime.state(of: "Steady") == .authenticated)
         await fixture.runtime.stopTimers()

@@ -33,16 +33,23 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
     /// Workers die with their parent through PR_SET_PDEATHSIG, which fires when the thread
     /// that spawned them exits: an engine made on a short-lived thread must keep its workers.
     @Test func workersOutliveTheThreadThatStartedTheEngine() async throws {
-        let engine = try await withCheckedThrowingContinuation { continuation in
+        let workersServe = ScriptSchedulerTests.Gate()
+        let (engine, thread) = try await withCheckedThrowingContinuation { continuation in
             Thread {
                 let made = Result { try makeEngine(workers: 1) }
-                usleep(300_000)  // long enough for the workers to have asked to die with their parent
-                continuation.resume(with: made)
+                // "<pid>/task/<tid>", which /proc keeps until the thread has ended.
+                let me = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")
+                continuation.resume(with: made.map { ($0, me) })
+                // A worker asks to die with its parent before it serves: the thread must not
+                // end before then, or the request would outlive it and prove nothing.
+                workersServe.wait()
             }.start()
         }
         let pids = engine.workerProcessIDs
-        try await Task.sleep(for: .milliseconds(200))  // the thread that made it has ended
         let script = try await engine.load(ScriptSource(path: "alive.lua", text: "return { ping = function() return 'pong' end }"))
+        workersServe.open()
+        let threadEntry = "/proc/" + (try #require(thread))
+        try await eventually("the thread that made the engine has ended") { access(threadEntry, F_OK) != 0 }
         #expect(try await engine.call(script, "ping").get() == ["pong"])
         #expect(engine.workerProcessIDs == pids, "the first workers still serve")
     }
@@ -76,9 +83,9 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         // for a moment under a loaded machine may collect it before a second call could.
         let littered = try #require(try await engine.call(script, "litter").get().first?.numberValue)
         var now = littered
-        for _ in 0..<100 where now > littered / 2 {
-            try await Task.sleep(for: .milliseconds(20))
+        try await eventually("the quiet worker to collect the litter") {
             now = try #require(try await engine.call(script, "kilobytes").get().first?.numberValue)
+            return now <= littered / 2
         }
         #expect(littered > 1000, "the litter should hold more than 1 MiB until it is collected")
         #expect(now < littered / 2, "\(now) KiB still charged to the script, \(littered) KiB after littering")
@@ -119,7 +126,7 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
             """))
         let start = Deadline.now
         let task = Task { await engine.call(script, "spin") }
-        try await Task.sleep(for: .milliseconds(50))
+        try await eventually("the spin call has reached its worker") { engine.requestsInFlight == 1 }
         task.cancel()
         let error = await #expect(throws: LuaScriptError.self) { try await task.value.get() }
         #expect(error?.kind == .cancelled)
@@ -237,11 +244,11 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
             spinners.append(try await engine.load(ScriptSource(path: "spin\(number).lua", text: spin)))
         }
         let quick = try await engine.load(ScriptSource(path: "quick.lua", text: "return { ping = function() return 'pong' end }"))
-        let spinning = Task {
+        let spinning = Task { [spinners] in
             for await _ in engine.callAll(spinners.map { ScriptCall($0, "run") }, deadline: .after(.seconds(8))) {}
         }
         defer { spinning.cancel() }
-        try await Task.sleep(for: .milliseconds(100))
+        try await eventually("every spinner's call has reached the worker") { engine.requestsInFlight == spinners.count }
         let start = Deadline.now
         #expect(try await engine.call(quick, "ping").get() == ["pong"])
         #expect(milliseconds(since: start) < 4000)  // not the 8 s of the spinners' deadline
@@ -254,7 +261,7 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
             """))
         let pid = engine.workerProcessIDs[0]
         let call = Task { await engine.call(script, "wait") }
-        try await Task.sleep(for: .milliseconds(100))
+        try await eventually("the wait call has reached the worker") { engine.requestsInFlight == 1 }
         kill(pid, SIGSEGV)
         let error = await #expect(throws: LuaScriptError.self) { try await call.value.get() }
         #expect(error?.kind == .workerLost)
@@ -284,7 +291,7 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         let engine = try makeEngine(deadline: .seconds(10))
         let script = try await engine.load(ScriptSource(path: "s.lua", text: "return { spin = function() while true do end end }"))
         let call = Task { await engine.call(script, "spin") }
-        try await Task.sleep(for: .milliseconds(50))
+        try await eventually("the spin call has reached its worker") { engine.requestsInFlight == 1 }
         engine.shutdown()
         let error = await #expect(throws: LuaScriptError.self) { try await call.value.get() }
         #expect(error?.kind == .workerLost)
@@ -298,7 +305,7 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         let worker = engine.workerProcessIDs[0]
         engine.shutdown()
         // Reaped, no longer even a zombie: its reader has closed the socket too.
-        try await eventually { kill(worker, 0) != 0 }
+        try await eventually("the stopped worker to be reaped") { kill(worker, 0) != 0 }
         #expect(kill(worker, 0) != 0)
         // The lowest free numbers come first, so one of these takes the worker's old one.
         var pairs: [[Int32]] = []

@@ -9,6 +9,8 @@ import Testing
 final class ResourceTracker: Sendable {
     let alive = Atomic<Int>(0)
     let closed = Atomic<Int>(0)
+    /// Calls of `wait()` that have begun: a test waits on it for a script to be in its host.
+    let waitsBegun = Atomic<Int>(0)
 }
 
 final class Resource: Sendable {
@@ -38,7 +40,10 @@ final class Resource: Sendable {
             }),
             ("get", { object, _ in [.integer(object.total.withLock { $0 })] }),
             ("fail", { _, _ in throw HostError("the resource refused") }),
-            ("wait", { _, call in
+            ("wait", { object, call in
+                object.tracker.waitsBegun.add(1, ordering: .relaxed)
+                // Stands for host work that lasts until the call's deadline (real time is what
+                // is tested) or an interrupt, which a host sees only by polling.
                 while let deadline = call.deadline, !deadline.hasPassed, !call.isInterrupted { usleep(1000) }
                 return []
             }),

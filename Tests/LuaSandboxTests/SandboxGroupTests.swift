@@ -166,7 +166,7 @@ import TestSupport
         // before that (the bound leaves room for a machine busy with every other suite).
         let start = Deadline.now
         async let waited = onOwnThread { waiting.state.call("wait", deadline: .after(.seconds(10))).result }
-        try await Task.sleep(for: .milliseconds(100))  // the waiter is in its host method by now
+        try await eventually("the waiter is in its host method") { tracker.waitsBegun.load(ordering: .relaxed) == 1 }
         let answered = try await onOwnThread { try pinging.state.call("ping").get() }
         let answeredAfter = milliseconds(since: start)
         waiter.interruptHandle.interrupt()
@@ -182,7 +182,7 @@ import TestSupport
         let (looping, pinging) = (OneThreadAtATime(looper), OneThreadAtATime(other))
         let start = Deadline.now
         async let looped = onOwnThread { looping.state.call("loop", deadline: .after(.seconds(10))).result }
-        try await Task.sleep(for: .milliseconds(100))  // the looper holds the group by now
+        try await eventually("the looper holds the group") { group.takers == 1 }
         let answered = try await onOwnThread { try pinging.state.call("ping").get() }
         let answeredAfter = milliseconds(since: start)
         looper.interruptHandle.interrupt()
@@ -192,20 +192,21 @@ import TestSupport
         #expect(loopError.kind == .cancelled)
     }
 
-    /// A C call (here a pattern that backtracks for about half a second) holds the state
-    /// with no hook to hand it over; a call cancelled while it waits behind it stops as
-    /// soon as it runs, instead of running to its deadline.
+    /// A C call (here a pattern that backtracks for about a second) holds the state with no
+    /// hook to hand it over; a call cancelled while it waits behind it stops as soon as it
+    /// runs, instead of running to its deadline. The test sees the matcher hold the state
+    /// only while it runs: long enough for a wait that other suites keep from its thread.
     @Test func aCallCancelledWhileWaitingForItsStateStops() async throws {
         let group = try SandboxGroup()
-        let matcher = try script("return { match = function() return (('a'):rep(10000):find('.-b')) end }", in: group)
+        let matcher = try script("return { match = function() return (('a'):rep(20000):find('.-b')) end }", in: group)
         let looper = try script("return { loop = function() while true do end end }", in: group)
         let (matching, looping) = (OneThreadAtATime(matcher), OneThreadAtATime(looper))
         async let matched = onOwnThread { matching.state.call("match").result }
         // Not a fixed sleep: on a loaded machine a thread may take longer to get there.
-        try await eventually { group.takers == 1 }  // the matcher holds the state
+        try await eventually("the matcher holds the state") { group.takers == 1 }
         let start = Deadline.now
         async let looped = onOwnThread { looping.state.call("loop", deadline: .after(.seconds(10))).result }
-        try await eventually { group.takers == 2 }  // the looper waits for it
+        try await eventually("the looper waits for the state behind the matcher") { group.takers == 2 }
         looper.interruptHandle.interrupt()
         guard case .failure(let error) = try await looped else { Issue.record("the loop returned"); return }
         #expect(error.kind == .cancelled)

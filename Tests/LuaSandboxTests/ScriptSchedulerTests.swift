@@ -4,6 +4,7 @@ import Glibc
 @testable import LuaSandbox
 import Synchronization
 import Testing
+import TestSupport
 
 /// The worker's scheduler, with jobs that wait on semaphores in place of Lua calls.
 @Suite struct ScriptSchedulerTests {
@@ -32,13 +33,15 @@ import Testing
     /// The idle work (the worker's garbage collection) runs in steps once nothing has run for
     /// the delay after a job, stops when it is done, and gives way within a step to a job
     /// queued meanwhile.
-    @Test func idleWorkRunsAfterTheDelayAndGivesWayToJobs() {
+    @Test func idleWorkRunsAfterTheDelayAndGivesWayToJobs() async throws {
         let steps = Atomic<Int>(0)
         let stepsBeforeDone = Atomic<Int>(5)
         let stepping = Gate()
         let scheduler = ScriptScheduler(width: 1, idleDelay: .milliseconds(20)) {
             let step = steps.add(1, ordering: .relaxed).newValue
             if step == 1 { stepping.open() }
+            // Real time is what is tested: a step takes a while, and a job queued meanwhile
+            // must start within one.
             usleep(1000)
             return step >= stepsBeforeDone.load(ordering: .relaxed) ? .done : .more
         }
@@ -47,14 +50,14 @@ import Testing
         scheduler.enqueue({ ran.open() }, on: lane)
         #expect(ran.wait())
         #expect(stepping.wait(), "the idle work should start after the delay")
-        usleep(200_000)
+        try await eventually("the idle work to stop") { !scheduler.idleWorkPending }
         #expect(steps.load(ordering: .relaxed) == 5, "the idle work should stop once done")
 
         // Idle work that never finishes by itself still lets a job in, then goes on.
         stepsBeforeDone.store(.max, ordering: .relaxed)
         scheduler.enqueue({ ran.open() }, on: lane)
         #expect(ran.wait())
-        usleep(100_000)
+        try await eventually("the idle work to step again after the job") { steps.load(ordering: .relaxed) > 5 }
         let stepsBeforeTheJob = steps.load(ordering: .relaxed)
         #expect(stepsBeforeTheJob > 5, "a job should make the idle work due again")
         let start = Deadline.now

@@ -1,7 +1,7 @@
 import Testing
 import LuaSandbox
 
-/// One entry of the threat catalogue in ../shared/reference/lua-sandbox-threats.md.
+/// One entry of the threat catalogue in docs/SANDBOX-THREATS.md.
 struct Threat: Sendable, CustomTestStringConvertible {
     let group: Int
     let name: String

@@ -109,7 +109,8 @@ import Testing
             let device = Device(portal)
             #expect(try await device.post("/login", [("accept_terms", "yes")]).status == 200)
             #expect(try await device.get("/generate_204").status == 204)
-            try await Task.sleep(for: .milliseconds(1500))  // counted from after the login
+            // Real time is what is tested: the session runs out 1.5 s after the login.
+            try await Task.sleep(for: .milliseconds(1500))
             #expect(try await device.get("/generate_204").status == 302)
             #expect(try await device.post("/login", [("accept_terms", "yes")]).status == 200)
             #expect(try await device.get("/generate_204").status == 204)
@@ -167,6 +168,7 @@ import Testing
             #expect(first.status == 429)
             #expect(first.header("Retry-After") == "1")
             #expect(try await device.post("/login", [("accept_terms", "yes")]).status == 429)
+            // Real time is what is tested: a retry after the 1 s Retry-After is let in.
             try await Task.sleep(for: .milliseconds(1050))
             #expect(try await device.post("/login", [("accept_terms", "yes")]).status == 200)
             #expect(try await device.get("/generate_204").status == 204)

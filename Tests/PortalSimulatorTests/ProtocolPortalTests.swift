@@ -116,6 +116,7 @@ import Testing
             let early = try await device.get(results).text
             #expect(early.contains("<MessageType>140</MessageType>") && early.contains("<ResponseCode>201</ResponseCode>"))
             #expect(try await device.get("/generate_204").status == 302)
+            // Real time is what is tested: the pending login succeeds after its 1 s delay.
             try await Task.sleep(for: .milliseconds(1050))
             let done = try await device.get(results).text
             #expect(done.contains("<ResponseCode>50</ResponseCode>") && done.contains("<LogoffURL>"))
@@ -155,6 +156,7 @@ import Testing
                 try #require(try JSONSerialization.jsonObject(with: try await device.get("/capport-api").body) as? [String: Any])
             }
             #expect(try await device.post("/portal", [("accept_terms", "yes")]).status == 200)
+            // Real time is what is tested: the session's remaining seconds count down.
             try await Task.sleep(for: .milliseconds(1100))
             let waited = try #require(try await api()["seconds-remaining"] as? Int)
             #expect(waited <= 1)
@@ -166,6 +168,7 @@ import Testing
         try await withPortal(.capport, settings: settings) { portal async throws in
             let device = Device(portal)
             #expect(try await device.post("/portal", [("accept_terms", "yes")]).status == 200)
+            // Real time is what is tested: the 500 ms session runs out.
             try await Task.sleep(for: .milliseconds(600))
             let api = try await device.get("/capport-api")
             #expect(try JSONSerialization.jsonObject(with: api.body) as? [String: Any] != nil)

@@ -40,11 +40,12 @@ import TestSupport
         let exit = AsyncStream.makeStream(of: Int32.self)
         process.terminationHandler = { exit.continuation.yield($0.terminationStatus) }
         try process.run()
+        defer { if process.isRunning { process.terminate() } }
 
         var lines: [Substring] = []
-        for _ in 0..<100 where lines.count < 2 {
-            try await Task.sleep(for: .milliseconds(50))
+        try await eventually("the simulator to print its two addresses") {
             lines = String(decoding: FileManager.default.contents(atPath: output) ?? Data(), as: UTF8.self).split(separator: "\n")
+            return lines.count >= 2
         }
         try #require(lines.count == 2, "\(lines)")
         #expect(lines[0].hasPrefix("click-through"))

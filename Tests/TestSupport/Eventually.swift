@@ -1,8 +1,32 @@
-/// Waits until `condition` holds, checking every 20 ms, for at most `limit`; the caller's
-/// expectations then say what is wrong if it never did.
-public func eventually(within limit: Duration = .seconds(10), _ condition: () async -> Bool) async throws {
+public import Testing
+
+/// Waits until `condition` holds, checking every 20 ms, for at most `limit`. If it never
+/// does, records a failure at the caller naming what it waited for (`awaited`, e.g. "the
+/// looper holds the group") and throws, so the test stops there instead of running on
+/// with the condition unmet. An error `condition` throws ends the wait and reaches the caller.
+public func eventually(
+    _ awaited: String, within limit: Duration = .seconds(10),
+    sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool
+) async throws {
     let end = ContinuousClock.now + limit
-    while !(await condition()), ContinuousClock.now < end {
+    while !(try await condition()) {
+        guard ContinuousClock.now < end else {
+            Issue.record("timed out after \(seconds(limit)) waiting for: \(awaited)", sourceLocation: sourceLocation)
+            throw TimedOut(awaited: awaited)
+        }
         try await Task.sleep(for: .milliseconds(20))
     }
+}
+
+/// What `eventually` throws when its condition never held; the failure is recorded already.
+public struct TimedOut: Error, CustomStringConvertible {
+    public let awaited: String
+    public var description: String { "gave up waiting for: \(awaited)" }
+}
+
+/// "10 s", "0.5 s".
+private func seconds(_ duration: Duration) -> String {
+    let (whole, attoseconds) = duration.components
+    if attoseconds == 0 { return "\(whole) s" }
+    return "\(Double(whole) + Double(attoseconds) / 1e18) s"
 }
