@@ -34,14 +34,14 @@ let package = Package(
         .target(name: "LuaSandbox", dependencies: ["CLuaSandbox"], swiftSettings: swiftSettings),
         // The engine's worker process with no extra host modules.
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
-        // `make bench`: the engine measured against the hotspot's runtime goals.
-        .executableTarget(
-            name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotCore", "HotspotRuntime", "ScriptLibraries", "HotspotNetwork", "PortalSimulator"], swiftSettings: swiftSettings),
         // libcurl, opened on first use (dlopen), and its variadic setters, which Swift cannot call.
         .target(name: "CCurl"),
         // libxml2's tolerant HTML parser and OpenSSL's digests, for the script libraries.
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "COpenSSLCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // `make bench`: the engine measured against the hotspot's runtime goals.
+        .executableTarget(
+            name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotCore", "HotspotRuntime", "ScriptLibraries", "HotspotNetwork", "PortalSimulator"], swiftSettings: swiftSettings),
         // The hotspot model and its state machine, with no I/O: helpers, persistence, the
         // network's checks and time are seams (protocols) that the runtime implements.
         .target(name: "HotspotCore", swiftSettings: swiftSettings),
@@ -95,8 +95,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         // A small example of the engine on its own, without hotspots.
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
-        // What several test targets share: running blocking work off Swift concurrency's threads.
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        // What several test targets share: waiting on conditions, blocking work off Swift
+        // concurrency's threads, scratch files, reading events by kind.
+        .target(name: "TestSupport", dependencies: ["HotspotCore"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "HotspotRuntimeTests",
             dependencies: [
@@ -119,7 +120,7 @@ let package = Package(
         .testTarget(
             name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "TestSupport"], exclude: ["Scenarios"],
             swiftSettings: swiftSettings),
-        .testTarget(name: "HotspotCoreTests", dependencies: ["HotspotCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotCoreTests", dependencies: ["HotspotCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "TestSupport"], swiftSettings: swiftSettings),
     ]
 )

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import TestSupport
 @testable import HotspotCore
 
 /// A helper of the fake transport.
@@ -214,27 +215,9 @@ final class EventRecorder: Sendable {
 
     var all: [HotspotEvent] { state.withLock { $0.events } }
 
-    /// `from>to` of every transition, in order.
-    var transitions: [String] {
-        all.compactMap { event in
-            guard case .state(let change) = event else { return nil }
-            return "\(change.from.rawValue)>\(change.to.rawValue)"
-        }
-    }
-
-    func commands(_ command: HotspotCommand? = nil) -> [CommandEvent] {
-        all.compactMap { event in
-            guard case .command(let answered) = event, command == nil || answered.command == command else { return nil }
-            return answered
-        }
-    }
-
-    var logs: [LogEvent] {
-        all.compactMap { event in
-            guard case .log(let line) = event else { return nil }
-            return line
-        }
-    }
+    var transitions: [String] { all.transitions }
+    func commands(_ command: HotspotCommand? = nil) -> [CommandEvent] { all.commands(command) }
+    var logs: [LogEvent] { all.logs }
 
     /// Waits until `count` events (counting those already recorded) match, and returns the
     /// `count`-th.

@@ -13,34 +13,10 @@ final class EventLog: Sendable {
     func append(_ event: HotspotEvent) { events.withLock { $0.append(event) } }
     var all: [HotspotEvent] { events.withLock { $0 } }
 
-    func commands(_ command: HotspotCommand? = nil) -> [CommandEvent] {
-        all.compactMap { event in
-            guard case .command(let answered) = event, command == nil || answered.command == command else { return nil }
-            return answered
-        }
-    }
-
-    var logs: [LogEvent] {
-        all.compactMap { event in
-            guard case .log(let line) = event else { return nil }
-            return line
-        }
-    }
-
-    var connectivity: [ConnectivityEvent] {
-        all.compactMap { event in
-            guard case .connectivity(let verdict) = event else { return nil }
-            return verdict
-        }
-    }
-
-    /// `from>to` of every transition, in order.
-    var transitions: [String] {
-        all.compactMap { event in
-            guard case .state(let change) = event else { return nil }
-            return "\(change.from.rawValue)>\(change.to.rawValue)"
-        }
-    }
+    func commands(_ command: HotspotCommand? = nil) -> [CommandEvent] { all.commands(command) }
+    var logs: [LogEvent] { all.logs }
+    var connectivity: [ConnectivityEvent] { all.connectivity }
+    var transitions: [String] { all.transitions }
 }
 
 /// A directory of venue scripts, a state directory and a runtime over a real engine.
