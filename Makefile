@@ -38,8 +38,10 @@ demo: build
 
 # What a device installs: .build/release/hotspot-helper, with the Swift libraries linked
 # in, so the daemon and its worker processes (the same executable) share its pages.
+# Products only: the shared test support (Swift Testing) has no release build.
+RELEASE_PRODUCTS := hotspot-helper hotspot-helper-devtools lua-sandbox-worker hotspot-bench
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib
+	for product in $(RELEASE_PRODUCTS); do $(SWIFT) build -c release --static-swift-stdlib --product $$product || exit 1; done
 
 bench: release
 	$(SWIFT) run -c release --skip-build hotspot-bench
