@@ -130,7 +130,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
         transition(ssid, to: .evaluating, helper: nil)
         let candidates = helpers(except: persistence.snapshot.helpersOff(for: ssid))
         var winner: Helper?
-        await sendAll(.evaluate, to: candidates, ssid: ssid) { helper, response in
+        await sendAll(request(.evaluate, ssid: ssid), to: candidates) { helper, response in
             if response.confidence == .high {
                 winner = helper
                 return false
@@ -436,11 +436,6 @@ public actor HotspotMachine<Transport: HelperTransport> {
         return response
     }
 
-    private func sendAll(_ command: HotspotCommand, to helpers: [Helper], ssid: String,
-                         _ take: (Helper, HelperResponse) -> Bool) async {
-        await sendAll(request(command, ssid: ssid), to: helpers, take)
-    }
-
     /// Sends one command to several helpers at once and hands each response to `take` as
     /// it answers; when `take` returns false, the commands not answered yet are cancelled
     /// and reported so.
@@ -470,12 +465,11 @@ public actor HotspotMachine<Transport: HelperTransport> {
     }
 
     private nonisolated func report(_ request: CommandRequest, _ helper: Helper, _ response: HelperResponse, since start: Duration) {
-        let elapsed = clock.now - start
-        let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+        let milliseconds = (clock.now - start) / .milliseconds(1)
         emit(.command(CommandEvent(
             network: request.network?.ssid, command: request.command, helper: helper.id, result: response.result,
             confidence: request.command == .evaluate ? response.confidence : nil,
-            milliseconds: Double(microseconds) / 1000, error: response.error)))
+            milliseconds: (milliseconds * 1000).rounded() / 1000, error: response.error)))
     }
 
     // MARK: events and persistence

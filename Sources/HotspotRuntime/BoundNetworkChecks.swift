@@ -9,11 +9,6 @@ struct BoundNetworkChecks: NetworkChecks {
     let configuration: RuntimeConfiguration
     let events: @Sendable (HotspotEvent) -> Void
 
-    init(configuration: RuntimeConfiguration, events: @escaping @Sendable (HotspotEvent) -> Void) {
-        self.configuration = configuration
-        self.events = events
-    }
-
     private func binding(_ network: NetworkDescription) -> NetworkBinding {
         NetworkBinding(interface: network.interface, resolvers: network.resolvers, caFile: configuration.caFile)
     }

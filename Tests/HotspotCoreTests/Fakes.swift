@@ -6,17 +6,14 @@ import TestSupport
 /// A helper of the fake transport.
 struct FakeHelper: HotspotHelper {
     let id: String
-    var displayName: String { id.capitalized }
-    var handlers: Set<HotspotCommand> = Set(HotspotCommand.allCases)
+    let displayName: String
+    let handlers: Set<HotspotCommand>
 
-    init(_ id: String, handles handlers: Set<HotspotCommand> = Set(HotspotCommand.allCases)) {
+    init(_ id: String, displayName: String? = nil, handles handlers: Set<HotspotCommand> = Set(HotspotCommand.allCases)) {
         self.id = id
+        self.displayName = displayName ?? id
         self.handlers = handlers
     }
-}
-
-extension String {
-    var capitalized: String { prefix(1).uppercased() + dropFirst() }
 }
 
 /// A transport whose helpers answer from a script of responses, at once. `sendAll` hands

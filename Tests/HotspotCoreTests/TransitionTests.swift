@@ -251,7 +251,7 @@ import Testing
     }
 
     @Test func filterScanListReturnsTheClaimsSortedWithDisplayNames() async {
-        let harness = Harness("aroma", "beans")
+        let harness = Harness([FakeHelper("aroma", displayName: "Aroma"), FakeHelper("beans", displayName: "Beans")])
         harness.transport.answer("aroma", .filterScanList,
                                  HelperResponse(result: .success, claims: [ScannedNetwork(ssid: "Aroma", password: "latte")]))
         harness.transport.answer("beans", .filterScanList,
