@@ -169,14 +169,19 @@ struct DaemonTests {
         #expect(gone.errors.contains("no hotspot-helper daemon answers on"))
     }
 
-    @Test func aSecondDaemonOnTheSameStateDirectoryIsRefused() async throws {
+    @Test func aSecondDaemonOrAConnectOnTheSameStateDirectoryIsRefusedNamingTheOwner() async throws {
         let venue = try await Self.aromaVenue()
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments())
         try await daemon.waitForEvent(Self.isState("authenticated"))
+        let owner = "the state directory \(venue.state) is in use by process \(daemon.process.processIdentifier)"
         let second = try await CLI.run(venue.arguments())
         #expect(second.status == 2)
-        #expect(second.errors.contains("another hotspot-helper daemon answers on"))
+        #expect(second.errors.contains(owner), "\(second.errors)")
+        // Nor may a connect use it beside the daemon: the two would overwrite each other's state.
+        let connect = try await CLI.run(["connect", "--scripts", venue.scripts, "--ssid", venue.ssid, "--state-dir", venue.state])
+        #expect(connect.status == 2)
+        #expect(connect.errors.contains(owner), "\(connect.errors)")
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }

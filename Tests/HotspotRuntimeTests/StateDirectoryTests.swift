@@ -1,0 +1,48 @@
+import Foundation
+import HotspotCore
+import Testing
+@testable import HotspotRuntime
+
+@Suite struct StateDirectoryTests {
+    @Test func temporaryFilesACrashLeftAreRemovedWhenTheDirectoryIsOpened() throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory + "/store", withIntermediateDirectories: true)
+        let leftovers = [directory + "/state.json.tmp-4242", directory + "/store/venue.json.tmp-4243"]
+        for file in leftovers { try "{\"partial".write(toFile: file, atomically: false, encoding: .utf8) }
+        try "{}".write(toFile: directory + "/store/venue.json", atomically: false, encoding: .utf8)
+        let state = try StateDirectory(path: directory)
+        for file in leftovers { #expect(!FileManager.default.fileExists(atPath: file), "\(file) is still there") }
+        #expect(FileManager.default.fileExists(atPath: directory + "/store/venue.json"))
+        #expect(state.warnings.isEmpty)
+    }
+
+    @Test func aStateFileTooLargeIsSetAsideUnreadWithAWarning() throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        let file = directory + "/state.json"
+        // Valid JSON, so only its size can be why it is set aside.
+        let large = "{\"chosenHelpers\":{}" + String(repeating: " ", count: StateDirectory.fileSizeLimit) + "}"
+        try large.write(toFile: file, atomically: false, encoding: .utf8)
+        let state = try StateDirectory(path: directory)
+        #expect(state.snapshot == PersistentState())
+        #expect(state.warnings.count == 1)
+        #expect(state.warnings.first?.contains("larger than 8 MiB") == true, "\(state.warnings)")
+        #expect(!FileManager.default.fileExists(atPath: file))
+    }
+
+    @Test func oneProcessOwnsTheDirectoryAndItsStateDirectoriesShareIt() throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        // flock is per open file: a descriptor of this test's own stands in for another process.
+        let other = open(directory + "/owner.lock", O_RDWR | O_CREAT, 0o600)
+        defer { close(other) }
+        do {
+            let first = try StateDirectory(path: directory)
+            // Another spelling of the same path, in the same process: the same owner.
+            let second = try StateDirectory(path: directory + "/")
+            try second.update { $0.autoJoinDisabled = ["X"] }
+            #expect(first.snapshot.autoJoinDisabled.isEmpty)  // each keeps what it read and wrote
+            #expect(try String(contentsOfFile: directory + "/owner.lock", encoding: .utf8) == "\(getpid())\n")
+            #expect(flock(other, LOCK_EX | LOCK_NB) != 0, "held while a StateDirectory of it lives")
+        }
+        #expect(flock(other, LOCK_EX | LOCK_NB) == 0, "released when the last one goes")
+    }
+}
