@@ -58,21 +58,21 @@ package struct RuntimeOptions: ParsableArguments {
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("Extra trusted CA certificates (PEM) for portals' HTTPS.", valueName: "file"))
     package var caFile: String?
 
-    @Option(help: ArgumentHelp("Deadline of each command in seconds (present_ui has none).", valueName: "seconds"))
-    package var deadline = 45.0
+    @Option(parsing: .unconditional, help: ArgumentHelp("Deadline of each command in seconds, 0.01 to 86400 (present_ui has none).", valueName: "seconds"),
+            transform: Seconds.within(0.01...Seconds.day))
+    package var deadline = Seconds(45)
 
     @Option(help: ArgumentHelp("Worker processes that run the scripts, 1 to 16. Scripts run in parallel with one; more cost about 2 MiB each and narrow what a worker killed for an overrun interrupts.",
                                valueName: "count"))
     package var workers = 1
 
     package func validate() throws {
-        guard deadline > 0 else { throw ValidationError("--deadline must be a positive number of seconds") }
         guard (1...16).contains(workers) else { throw ValidationError("--workers must be between 1 and 16, not \(workers)") }
     }
 
     /// The runtime's configuration, with the secrets file read (or exit 2 saying why not).
     package func configuration(maintainInterval: Duration, output: EventOutput) throws -> HotspotRuntime.Configuration {
-        .init(commandDeadline: .seconds(deadline), maintainInterval: maintainInterval,
+        .init(commandDeadline: deadline.duration, maintainInterval: maintainInterval,
               secrets: try LoadedHelpers.secrets(at: secrets, output: output), caFile: caFile)
     }
 }
@@ -86,11 +86,12 @@ package struct KeepingOptions: ParsableArguments {
                                valueName: "probe"))
     package var probeURLs: [String] = []
 
-    @Option(name: .customLong("maintain-interval"), help: ArgumentHelp("Seconds between maintain commands.", valueName: "seconds"))
-    package var maintainInterval = 300.0
+    @Option(name: .customLong("maintain-interval"), parsing: .unconditional,
+            help: ArgumentHelp("Seconds between maintain commands, 0.01 to 604800 (a week).", valueName: "seconds"),
+            transform: Seconds.within(0.01...(7 * Seconds.day)))
+    package var maintainInterval = Seconds(300)
 
     package func validate() throws {
-        guard maintainInterval > 0 else { throw ValidationError("--maintain-interval must be a positive number of seconds") }
         try NetworkOptions.validateProbes(probeURLs, flag: "--probe-url")
     }
 }

@@ -124,7 +124,7 @@ private enum JSONScalar: ExpressibleByStringLiteral {
 
 extension Double {
     /// Without a fractional part when it has none ("12", "12.5"), as JSON writes numbers.
-    var plainDescription: String {
+    package var plainDescription: String {
         rounded() == self && abs(self) < 1e15 ? String(Int64(self)) : String(self)
     }
 

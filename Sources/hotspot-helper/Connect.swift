@@ -47,22 +47,22 @@ struct Connect: AsyncParsableCommand {
             help: ArgumentHelp("Where the chosen helper, exclusions and cmd.store are kept (default: nothing is kept).", valueName: "dir"))
     var stateDirectory: String?
 
-    @Option(help: ArgumentHelp("Seconds to keep the network after joining.", valueName: "seconds"))
-    var stay = 0.0
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to keep the network after joining, up to 604800 (a week).", valueName: "seconds"),
+            transform: Seconds.within(0...(7 * Seconds.day)))
+    var stay = Seconds(0)
 
     @Flag(help: "Write JSON lines to standard output, and nothing else.")
     var json = false
 
     func validate() throws {
         guard (0...1).contains(signal) else { throw ValidationError("--signal must be between 0.0 and 1.0, not \(signal)") }
-        guard stay >= 0 else { throw ValidationError("--stay must be 0 or more seconds") }
     }
 
     func run() async throws {
         let output = EventOutput(json: json)
         let loaded = try await LoadedHelpers.load(scripts, workers: runtimeOptions.workers, output: output)
         defer { loaded.engine.shutdown() }
-        var configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
+        var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
         configuration.verifyAuthentication = !keeping.probeURLs.isEmpty
         // The check of a helper's success probes from this process: libcurl loads meanwhile.
@@ -78,7 +78,7 @@ struct Connect: AsyncParsableCommand {
                                          interface: network.interface, resolvers: network.resolvers, probeURLs: keeping.probeURLs,
                                          captivePortalAPI: api.uri)
         await runtime.join(joined)
-        if stay > 0 { try? await Task.sleep(for: .seconds(stay)) }
+        if stay.value > 0 { try? await Task.sleep(for: stay.duration) }
         let state = await runtime.state(of: ssid)
         output.write(.done(DoneEvent(network: ssid, state: state, helper: await runtime.chosenHelper(of: ssid))))
         if state != .authenticated { throw ExitCode(1) }

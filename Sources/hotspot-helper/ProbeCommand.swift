@@ -39,14 +39,17 @@ struct ProbeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The percentage of probes that must pass.", valueName: "percent"))
     var threshold = 75.0
 
-    @Option(help: ArgumentHelp("Seconds each probe may take.", valueName: "seconds"))
-    var timeout = 5.0
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds each probe may take, 0.01 to 3600.", valueName: "seconds"),
+            transform: Seconds.within(0.01...3600))
+    var timeout = Seconds(5)
 
     @Flag(help: "Keep checking, and print every change of the verdict.")
     var watch = false
 
-    @Option(help: ArgumentHelp("Seconds between checks with --watch (sooner after connectivity is lost).", valueName: "seconds"))
-    var interval = 10.0
+    @Option(parsing: .unconditional,
+            help: ArgumentHelp("Seconds between checks with --watch, 0.01 to 86400 (sooner after connectivity is lost).", valueName: "seconds"),
+            transform: Seconds.within(0.01...Seconds.day))
+    var interval = Seconds(10)
 
     @Flag(help: "Print the verdict as one JSON object.")
     var json = false
@@ -54,15 +57,13 @@ struct ProbeCommand: AsyncParsableCommand {
     func validate() throws {
         try NetworkOptions.validateProbes(probes, flag: "--url")
         guard (1...100).contains(threshold) else { throw ValidationError("--threshold must be a percentage from 1 to 100") }
-        guard timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
-        guard interval > 0 else { throw ValidationError("--interval must be a positive number of seconds") }
     }
 
     func run() async throws {
-        let set = try ProbeSet.parse(probes, threshold: threshold / 100, timeout: .milliseconds(Int64(timeout * 1000))).get()
+        let set = try ProbeSet.parse(probes, threshold: threshold / 100, timeout: timeout.duration).get()
         let binding = NetworkBinding(interface: network.interface, resolvers: network.resolvers)
         if watch {
-            let monitor = ConnectivityMonitor(binding: binding, settings: .init(probes: set, interval: .milliseconds(Int64(interval * 1000))))
+            let monitor = ConnectivityMonitor(binding: binding, settings: .init(probes: set, interval: interval.duration))
             for await verdict in monitor.changes() { try show(verdict) }
             return
         }

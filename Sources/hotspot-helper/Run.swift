@@ -54,10 +54,11 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup var captivePortalAPI: CaptivePortalAPIOptions
 
-    @Option(name: .customLong("probe-interval"),
-            help: ArgumentHelp("Seconds between connectivity checks of each network (0: none); a network captive again is maintained at once.",
-                               valueName: "seconds"))
-    var probeInterval = 10.0
+    @Option(name: .customLong("probe-interval"), parsing: .unconditional,
+            help: ArgumentHelp("Seconds between connectivity checks of each network, 0.01 to 86400 (0: none); a network captive again is maintained at once.",
+                               valueName: "seconds"),
+            transform: Seconds.within(0.01...Seconds.day, offAtZero: true))
+    var probeInterval = Seconds(10)
 
     @Flag(help: "Reload the scripts whenever one is saved, added or removed.")
     var watch = false
@@ -66,7 +67,6 @@ struct Run: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard probeInterval >= 0 else { throw ValidationError("--probe-interval must be 0 or more seconds") }
         guard !sourceTexts.isEmpty else {
             throw ValidationError("give at least one --source interface:IFACE:SSID, such as --source interface:wlan0:Aroma-Guest")
         }
@@ -87,7 +87,7 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let output = EventOutput(json: json)
-        var configuration = try runtimeOptions.configuration(maintainInterval: .seconds(keeping.maintainInterval), output: output)
+        var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
         configuration.verifyAuthentication = !keeping.probeURLs.isEmpty
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
@@ -95,7 +95,7 @@ struct Run: AsyncParsableCommand {
         defer { engine.shutdown() }
         // Connectivity probes and the check of a helper's success run in this process (after
         // the workers start, as in connect).
-        if configuration.verifyAuthentication || probeInterval > 0 { BoundHTTPClient.loadLibraryInBackground() }
+        if configuration.verifyAuthentication || probeInterval.value > 0 { BoundHTTPClient.loadLibraryInBackground() }
         let catalog = HelperCatalog(path: scripts, engine: engine, retirementDelay: configuration.commandDeadline)
         let firstLoad = await catalog.refresh()
         let helpers = await catalog.helpers
@@ -112,7 +112,7 @@ struct Run: AsyncParsableCommand {
             return NetworkDescription(ssid: source.ssid, interface: source.interface, resolvers: resolverOptions.resolvers,
                                       probeURLs: keeping.probeURLs, captivePortalAPI: api.uri)
         }
-        let connectivity = probeInterval > 0 ? ConnectivityMonitor.Settings(interval: .milliseconds(Int64(probeInterval * 1000))) : nil
+        let connectivity = probeInterval.value > 0 ? ConnectivityMonitor.Settings(interval: probeInterval.duration) : nil
         let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, networks: networks, connectivity: connectivity,
                                    events: output.write)
         output.write(.reload(ReloadEvent(reason: "started", firstLoad)))

@@ -244,6 +244,27 @@ struct DaemonTests {
         #expect(nothingLoads.errors.contains("nothing to run"))
     }
 
+    /// Durations that overflowed a deadline (exit 132) or ran a timer in a loop are refused with
+    /// the range, and a negative one says so instead of "Missing value".
+    @Test(arguments: [
+        (["connect", "--deadline", "1e10"], "1e10 is out of range; give a number of seconds from 0.01 to 86400 (1 day)"),
+        (["connect", "--deadline", "inf"], "'inf' is not a number of seconds"),
+        (["connect", "--deadline", "-5"], "-5 is negative; give a number of seconds from 0.01 to 86400 (1 day)"),
+        (["connect", "--maintain-interval", "1e-300"], "1e-300 is out of range; give a number of seconds from 0.01 to 604800 (7 days)"),
+        (["connect", "--maintain-interval", "inf"], "'inf' is not a number of seconds"),
+        (["connect", "--stay", "inf"], "'inf' is not a number of seconds"),
+        (["run", "--source", "interface:lo:Cafe", "--probe-interval", "1e30"],
+         "1e30 is out of range; give a number of seconds from 0.01 to 86400 (1 day), or 0 for none"),
+        (["probe", "--timeout", "0"], "0 is out of range; give a number of seconds from 0.01 to 3600"),
+    ])
+    func durationsOutOfRangeAreRefusedSayingTheRange(arguments: [String], message: String) async throws {
+        let scripts = try CLI.temporaryDirectory()
+        let command = arguments[0] == "probe" ? arguments : arguments + ["--scripts", scripts] + (arguments[0] == "connect" ? ["--ssid", "Cafe"] : [])
+        let run = try await CLI.run(command)
+        #expect(run.status == 2, "\(run.errors)")
+        #expect(run.errors.contains(message), "\(run.errors)")
+    }
+
     /// A veth interface in a namespace of its own: down, the daemon leaves the network;
     /// up again, it joins it again (with the cached helper: maintain, no evaluate).
     @Test(.enabled(if: TwoNetworks.unavailableReason == nil, "needs root and network namespaces"))
