@@ -24,6 +24,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
+        // glibc's GNU extensions that spawning needs (the closefrom file action, pipe2), which
+        // Swift's Glibc module leaves out.
+        .target(name: "CSpawning"),
+        // The one posix_spawn helper: the engine starts its workers with it, the OS glue the
+        // platform's tools, the bench the programs it times. At the bottom of the graph, apart
+        // from the engine's C, so the OS glue spawns without depending on Lua.
+        .target(name: "Spawning", dependencies: ["CSpawning"], swiftSettings: swiftSettings),
         // Lua 5.4 from Debian's liblua5.4-dev.
         .systemLibrary(name: "CLua", pkgConfig: "lua5.4", providers: [.apt(["liblua5.4-dev"])]),
         // The parts of the sandbox that must be C: Lua's macros, the allocator, the hook,
@@ -31,7 +38,7 @@ let package = Package(
         .target(name: "CLuaSandbox", dependencies: ["CLua"]),
         // A reusable sandboxed Lua engine: states in worker processes, hard deadlines,
         // memory caps. Knows nothing of hotspots.
-        .target(name: "LuaSandbox", dependencies: ["CLuaSandbox"], swiftSettings: swiftSettings),
+        .target(name: "LuaSandbox", dependencies: ["CLuaSandbox", "Spawning"], swiftSettings: swiftSettings),
         // The engine's worker process with no extra host modules.
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // libcurl, opened on first use (dlopen), and its variadic setters, which Swift cannot call.
@@ -41,7 +48,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSLCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // `make bench`: the engine measured against the hotspot's runtime goals.
         .executableTarget(
-            name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotCore", "HotspotRuntime", "ScriptLibraries", "HotspotNetwork", "PortalSimulator"], swiftSettings: swiftSettings),
+            name: "hotspot-bench", dependencies: ["Spawning", "LuaSandbox", "HotspotCore", "HotspotRuntime", "ScriptLibraries", "HotspotNetwork", "PortalSimulator"], swiftSettings: swiftSettings),
         // The hotspot model and its state machine, with no I/O: helpers, persistence, the
         // network's checks and time are seams (protocols) that the runtime implements.
         .target(name: "HotspotCore", swiftSettings: swiftSettings),
@@ -59,7 +66,7 @@ let package = Package(
         // arbitration between helpers, persistence.
         // Its Prelude/*.lua are embedded as Swift strings by the EmbedLua plugin.
         .target(
-            name: "HotspotRuntime", dependencies: ["HotspotCore", "LuaSandbox", "CLuaSandbox", "HotspotNetwork", "ScriptContract"],
+            name: "HotspotRuntime", dependencies: ["HotspotCore", "LuaSandbox", "Spawning", "HotspotNetwork", "ScriptContract"],
             swiftSettings: swiftSettings, plugins: ["EmbedLua"]),
         // Writes a target's .lua files into a Swift file as strings, for the EmbedLua plugin.
         .executableTarget(name: "embed-lua", swiftSettings: swiftSettings),
@@ -120,6 +127,7 @@ let package = Package(
         .testTarget(
             name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "TestSupport"], exclude: ["Scenarios"],
             swiftSettings: swiftSettings),
+        .testTarget(name: "SpawningTests", dependencies: ["Spawning"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotCoreTests", dependencies: ["HotspotCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "TestSupport"], swiftSettings: swiftSettings),
     ]
