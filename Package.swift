@@ -62,11 +62,19 @@ let package = Package(
         .target(
             name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "ScriptContract", "CLibXML2", "COpenSSLCrypto"],
             swiftSettings: swiftSettings),
+        // The OS glue: inotify (ScriptWatcher), the control socket (a Unix socket checked with
+        // SO_PEERCRED), the platform's tools run to their end (Subprocess), DHCP option 114
+        // from leases and nmcli (CaptivePortalAPIDiscovery); the sources of networks
+        // (NetworkManager) belong here too. No Lua: it knows the hotspot model and the
+        // network layer, never the engine, so it can be built and tested without it.
+        .target(name: "HotspotSystem", dependencies: ["HotspotCore", "HotspotNetwork", "Spawning"], swiftSettings: swiftSettings),
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
         // Its Prelude/*.lua are embedded as Swift strings by the EmbedLua plugin.
+        // The daemon (HotspotDaemon) is here, not in HotspotSystem: it composes this runtime
+        // and its helper catalog with the OS glue, so the glue stays free of the engine.
         .target(
-            name: "HotspotRuntime", dependencies: ["HotspotCore", "LuaSandbox", "Spawning", "HotspotNetwork", "ScriptContract"],
+            name: "HotspotRuntime", dependencies: ["HotspotCore", "HotspotSystem", "LuaSandbox", "HotspotNetwork", "ScriptContract"],
             swiftSettings: swiftSettings, plugins: ["EmbedLua"]),
         // Writes a target's .lua files into a Swift file as strings, for the EmbedLua plugin.
         .executableTarget(name: "embed-lua", swiftSettings: swiftSettings),
@@ -79,7 +87,7 @@ let package = Package(
         .target(
             name: "HotspotCommandLine",
             dependencies: [
-                "HotspotCore", "HotspotRuntime", "HotspotNetwork", "LuaSandbox",
+                "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -88,7 +96,7 @@ let package = Package(
         .executableTarget(
             name: "hotspot-helper",
             dependencies: [
-                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotNetwork", "LuaSandbox", "ScriptLibraries",
+                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox", "ScriptLibraries",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -96,7 +104,7 @@ let package = Package(
         .executableTarget(
             name: "hotspot-helper-devtools",
             dependencies: [
-                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotNetwork", "PortalSimulator",
+                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "PortalSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -128,6 +136,7 @@ let package = Package(
             name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "TestSupport"], exclude: ["Scenarios"],
             swiftSettings: swiftSettings),
         .testTarget(name: "SpawningTests", dependencies: ["Spawning"], swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotSystemTests", dependencies: ["HotspotSystem", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotCoreTests", dependencies: ["HotspotCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "TestSupport"], swiftSettings: swiftSettings),
     ]

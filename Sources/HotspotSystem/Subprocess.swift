@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Spawning
 
-/// Runs a short-lived program and collects what it writes: what the runtime asks of the
+/// Runs a short-lived program and collects what it writes: what the daemon asks of the
 /// platform's tools (nmcli). Built on posix_spawn, so the daemon needs no Foundation
 /// `Process`.
 enum Subprocess {
