@@ -93,6 +93,10 @@ let package = Package(
             swiftSettings: swiftSettings),
         // The command line, thin, on top of the runtime: what a device runs. It is also the
         // worker process that runs venue scripts, with the script libraries.
+        // The two executables start each other, found beside the running one: this one
+        // `execv`s hotspot-helper-devtools for demo, dev and simulate (HotspotCommandLine's
+        // DevTools), and every engine here, the devtools' and the tests' included, starts
+        // this one again as its worker (SandboxWorker.isLaunchedAsWorker). Build both.
         .executableTarget(
             name: "hotspot-helper",
             dependencies: [
@@ -100,7 +104,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
-        // demo, dev and simulate, with the portal simulator, which `hotspot-helper` runs for them.
+        // demo, dev and simulate, with the portal simulator, which `hotspot-helper` runs for them
+        // (execv, same arguments). Its engine's workers are `hotspot-helper` processes.
         .executableTarget(
             name: "hotspot-helper-devtools",
             dependencies: [
