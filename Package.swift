@@ -24,6 +24,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
+        // glibc's GNU extensions that spawning needs (the closefrom file action, pipe2), which
+        // Swift's Glibc module leaves out.
+        .target(name: "CSpawning"),
+        // The one posix_spawn helper: the engine starts its workers with it, the OS glue the
+        // platform's tools, the bench the programs it times. At the bottom of the graph, apart
+        // from the engine's C, so the OS glue spawns without depending on Lua.
+        .target(name: "Spawning", dependencies: ["CSpawning"], swiftSettings: swiftSettings),
         // Lua 5.4 from Debian's liblua5.4-dev.
         .systemLibrary(name: "CLua", pkgConfig: "lua5.4", providers: [.apt(["liblua5.4-dev"])]),
         // The parts of the sandbox that must be C: Lua's macros, the allocator, the hook,
@@ -31,7 +38,7 @@ let package = Package(
         .target(name: "CLuaSandbox", dependencies: ["CLua"]),
         // A reusable sandboxed Lua engine: states in worker processes, hard deadlines,
         // memory caps. Knows nothing of hotspots.
-        .target(name: "LuaSandbox", dependencies: ["CLuaSandbox"], swiftSettings: swiftSettings),
+        .target(name: "LuaSandbox", dependencies: ["CLuaSandbox", "Spawning"], swiftSettings: swiftSettings),
         // The engine's worker process with no extra host modules.
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // libcurl, opened on first use (dlopen), and its variadic setters, which Swift cannot call.
@@ -41,7 +48,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSLCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // `make bench`: the engine measured against the hotspot's runtime goals.
         .executableTarget(
-            name: "hotspot-bench", dependencies: ["LuaSandbox", "HotspotCore", "HotspotRuntime", "ScriptLibraries", "HotspotNetwork", "PortalSimulator"], swiftSettings: swiftSettings),
+            name: "hotspot-bench", dependencies: ["Spawning", "LuaSandbox", "HotspotCore", "HotspotRuntime", "ScriptLibraries", "HotspotNetwork", "PortalSimulator"], swiftSettings: swiftSettings),
         // The hotspot model and its state machine, with no I/O: helpers, persistence, the
         // network's checks and time are seams (protocols) that the runtime implements.
         .target(name: "HotspotCore", swiftSettings: swiftSettings),
@@ -55,11 +62,19 @@ let package = Package(
         .target(
             name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "ScriptContract", "CLibXML2", "COpenSSLCrypto"],
             swiftSettings: swiftSettings),
+        // The OS glue: inotify (ScriptWatcher), the control socket (a Unix socket checked with
+        // SO_PEERCRED), the platform's tools run to their end (Subprocess), DHCP option 114
+        // from leases and nmcli (CaptivePortalAPIDiscovery); the sources of networks
+        // (NetworkManager) belong here too. No Lua: it knows the hotspot model and the
+        // network layer, never the engine, so it can be built and tested without it.
+        .target(name: "HotspotSystem", dependencies: ["HotspotCore", "HotspotNetwork", "Spawning"], swiftSettings: swiftSettings),
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
         // Its Prelude/*.lua are embedded as Swift strings by the EmbedLua plugin.
+        // The daemon (HotspotDaemon) is here, not in HotspotSystem: it composes this runtime
+        // and its helper catalog with the OS glue, so the glue stays free of the engine.
         .target(
-            name: "HotspotRuntime", dependencies: ["HotspotCore", "LuaSandbox", "CLuaSandbox", "HotspotNetwork", "ScriptContract"],
+            name: "HotspotRuntime", dependencies: ["HotspotCore", "HotspotSystem", "LuaSandbox", "HotspotNetwork", "ScriptContract"],
             swiftSettings: swiftSettings, plugins: ["EmbedLua"]),
         // Writes a target's .lua files into a Swift file as strings, for the EmbedLua plugin.
         .executableTarget(name: "embed-lua", swiftSettings: swiftSettings),
@@ -72,24 +87,29 @@ let package = Package(
         .target(
             name: "HotspotCommandLine",
             dependencies: [
-                "HotspotCore", "HotspotRuntime", "HotspotNetwork", "LuaSandbox",
+                "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
         // The command line, thin, on top of the runtime: what a device runs. It is also the
         // worker process that runs venue scripts, with the script libraries.
+        // The two executables start each other, found beside the running one: this one
+        // `execv`s hotspot-helper-devtools for demo, dev and simulate (HotspotCommandLine's
+        // DevTools), and every engine here, the devtools' and the tests' included, starts
+        // this one again as its worker (SandboxWorker.isLaunchedAsWorker). Build both.
         .executableTarget(
             name: "hotspot-helper",
             dependencies: [
-                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotNetwork", "LuaSandbox", "ScriptLibraries",
+                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox", "ScriptLibraries",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
-        // demo, dev and simulate, with the portal simulator, which `hotspot-helper` runs for them.
+        // demo, dev and simulate, with the portal simulator, which `hotspot-helper` runs for them
+        // (execv, same arguments). Its engine's workers are `hotspot-helper` processes.
         .executableTarget(
             name: "hotspot-helper-devtools",
             dependencies: [
-                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotNetwork", "PortalSimulator",
+                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "PortalSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -120,6 +140,8 @@ let package = Package(
         .testTarget(
             name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "TestSupport"], exclude: ["Scenarios"],
             swiftSettings: swiftSettings),
+        .testTarget(name: "SpawningTests", dependencies: ["Spawning"], swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotSystemTests", dependencies: ["HotspotSystem", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotCoreTests", dependencies: ["HotspotCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "TestSupport"], swiftSettings: swiftSettings),
     ]

@@ -5,6 +5,7 @@ package import ArgumentParser
 import FoundationEssentials
 import HotspotNetwork
 package import HotspotRuntime
+import HotspotSystem
 package import LuaSandbox
 
 /// The network's own DNS resolvers, asked through its interface.

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HotspotSystem
 public import LuaSandbox
 public import HotspotNetwork
 public import HotspotCore

@@ -4,10 +4,15 @@ import Glibc
 import FoundationEssentials
 public import HotspotNetwork
 public import HotspotCore
+public import HotspotSystem
 
 /// `hotspot-helper run`: the runtime kept going on a device. It joins the networks its
 /// sources describe, leaves and joins them again as their links go down and up, reloads
 /// the helpers when asked, and answers the control socket's requests.
+///
+/// It lives here rather than with the OS glue (HotspotSystem) because it composes the
+/// Lua-backed runtime and catalog with that glue; there it would make the glue depend on
+/// the script engine.
 public actor HotspotDaemon {
     /// Where the daemon learns which network the device is on.
     public struct Source: Sendable, Hashable, CustomStringConvertible {

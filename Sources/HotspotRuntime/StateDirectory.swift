@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
+import HotspotSystem
 import Synchronization
 public import HotspotCore
 

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import Synchronization
-internal import CLuaSandbox
+internal import Spawning
 
 /// One running worker process and the supervisor's end of its socket.
 final class WorkerProcess: Sendable {
@@ -45,31 +45,21 @@ final class WorkerProcess: Sendable {
         for fd in [pair[0], childEnd] {
             setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufferSize, socklen_t(MemoryLayout<Int32>.size))
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, childEnd, SandboxWorker.descriptor)
-        // Nothing else of the supervisor's leaks into a worker: not its sockets, and not
-        // the write ends of pipes that others wait on for end of file.
-        sbx_spawn_close_from(&actions, SandboxWorker.descriptor + 1)
-        let arguments = [executable, SandboxWorker.launchArgument, String(getpid())]
-        var argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        // Swift's crash backtracer takes seconds; the supervisor reports the signal itself.
-        var environment: [UnsafeMutablePointer<CChar>?] = [strdup("SWIFT_BACKTRACE=enable=no")]
-        var index = 0
-        while let entry = environ[index] {
-            if strncmp(entry, "SWIFT_BACKTRACE=", 16) != 0 { environment.append(strdup(entry)) }
-            index += 1
-        }
-        environment.append(nil)
-        defer { environment.forEach { free($0) } }
-        let status = posix_spawn(&pid, executable, &actions, nil, &argv, &environment)
-        close(childEnd)
-        guard status == 0 else {
+        // The worker's own copy is the only one to stay open once it is started.
+        defer { close(childEnd) }
+        let pid: pid_t
+        do {
+            pid = try spawnProcess(
+                executable, arguments: [SandboxWorker.launchArgument, String(getpid())],
+                descriptors: [.duplicate(childEnd, as: SandboxWorker.descriptor)],
+                // Nothing else of the supervisor's leaks into a worker: not its sockets, and not
+                // the write ends of pipes that others wait on for end of file.
+                closingFrom: SandboxWorker.descriptor + 1,
+                // Swift's crash backtracer takes seconds; the supervisor reports the signal itself.
+                environmentOverrides: ["SWIFT_BACKTRACE=enable=no"])
+        } catch {
             close(pair[0])
-            throw LuaEngineError("cannot start the worker \(executable): \(String(cString: strerror(status)))")
+            throw LuaEngineError("cannot start the worker \(executable): \(error)")
         }
         _ = fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK)
         return WorkerProcess(pid: pid, descriptor: pair[0])

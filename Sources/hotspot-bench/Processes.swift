@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import LuaSandbox
+import Spawning
 
 struct BenchError: Error, CustomStringConvertible {
     let description: String
@@ -79,33 +80,27 @@ final class ChildProcess {
     private var unread: [UInt8] = []
 
     init(_ arguments: [String]) throws {
-        var toChild: [Int32] = [-1, -1]
-        var fromChild: [Int32] = [-1, -1]
         // Close-on-exec, so a child started later does not hold this one's pipes open (and
         // keep it from seeing the end of its input).
-        guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
+        guard let toChild = closeOnExecPipe(), let fromChild = closeOnExecPipe() else {
             throw BenchError("cannot create a pipe: \(String(cString: strerror(errno)))")
         }
-        for descriptor in toChild + fromChild { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, toChild[0], STDIN_FILENO)
-        posix_spawn_file_actions_adddup2(&actions, fromChild[1], STDOUT_FILENO)
-        var argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, arguments[0], &actions, nil, &argv, environ)
-        close(toChild[0])
-        close(fromChild[1])
-        guard status == 0 else {
-            close(toChild[1])
-            close(fromChild[0])
-            throw BenchError("cannot start \(arguments[0]): \(String(cString: strerror(status)))")
+        // The child's ends are its own once it is started.
+        defer {
+            close(toChild.readEnd)
+            close(fromChild.writeEnd)
         }
-        self.pid = pid
-        input = toChild[1]
-        output = fromChild[0]
+        do {
+            pid = try spawnProcess(
+                arguments[0], arguments: Array(arguments.dropFirst()),
+                descriptors: [.duplicate(toChild.readEnd, as: STDIN_FILENO), .duplicate(fromChild.writeEnd, as: STDOUT_FILENO)])
+        } catch {
+            close(toChild.writeEnd)
+            close(fromChild.readEnd)
+            throw BenchError("cannot start \(arguments[0]): \(error)")
+        }
+        input = toChild.writeEnd
+        output = fromChild.readEnd
     }
 
     deinit {

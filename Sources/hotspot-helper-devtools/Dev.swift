@@ -6,6 +6,7 @@ import HotspotCommandLine
 import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime
+import HotspotSystem
 import LuaSandbox
 import PortalSimulator
 import Synchronization

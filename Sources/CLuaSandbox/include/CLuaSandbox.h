@@ -5,7 +5,6 @@
 #ifndef CLUA_SANDBOX_H
 #define CLUA_SANDBOX_H
 
-#include <spawn.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -195,10 +194,6 @@ int64_t sbx_monotonic_ns(void);
 /// Asks the kernel to SIGKILL this process when its parent dies (prctl is variadic,
 /// so Swift cannot call it). Returns 0 on success.
 int sbx_die_with_parent(void);
-
-/// posix_spawn_file_actions_addclosefrom_np, which needs _GNU_SOURCE: the spawned process
-/// gets no descriptor from `from` up.
-int sbx_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
 
 /// The cores this process may run on: its affinity mask (CPU_COUNT is a macro).
 int sbx_available_cores(void);

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Spawning
 import Synchronization
 
 /// Wakes a thread blocked in `poll` from another thread: closing a descriptor under a
@@ -12,12 +13,9 @@ final class WakeUpPipe: Sendable {
     private let writeEnd: Mutex<Int32?>
 
     init() {
-        var ends: [Int32] = [-1, -1]
-        if pipe(&ends) == 0 {
-            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        }
-        readEnd = ends[0]
-        writeEnd = Mutex(ends[1])
+        let ends = closeOnExecPipe() ?? (readEnd: -1, writeEnd: -1)
+        readEnd = ends.readEnd
+        writeEnd = Mutex(ends.writeEnd)
     }
 
     func wake() {

@@ -1,0 +1,53 @@
+import Foundation
+import Spawning
+import Testing
+
+/// Runs `/bin/sh -c script` through `spawnProcess` with its standard output on a pipe;
+/// what it printed.
+private func output(of script: String, descriptors: [ChildDescriptor] = [], closingFrom firstClosed: Int32? = nil,
+                    environmentOverrides: [String] = []) throws -> String {
+    let pipe = try #require(closeOnExecPipe())
+    let pid: pid_t
+    do {
+        pid = try spawnProcess("/bin/sh", arguments: ["-c", script],
+                               descriptors: [.duplicate(pipe.writeEnd, as: STDOUT_FILENO)] + descriptors,
+                               closingFrom: firstClosed, environmentOverrides: environmentOverrides)
+    } catch {
+        close(pipe.writeEnd)
+        close(pipe.readEnd)
+        throw error
+    }
+    close(pipe.writeEnd)
+    let printed = FileHandle(fileDescriptor: pipe.readEnd, closeOnDealloc: true).readDataToEndOfFile()
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+    return String(decoding: printed, as: UTF8.self)
+}
+
+@Suite("Spawning")
+struct SpawningTests {
+    @Test func anOverrideReplacesTheInheritedEntryOfItsNameAndKeepsTheOthers() throws {
+        setenv("SPAWNING_TEST_REPLACED", "inherited", 1)
+        setenv("SPAWNING_TEST_KEPT", "kept", 1)
+        let printed = try output(of: "env | grep ^SPAWNING_TEST_ | sort",
+                                 environmentOverrides: ["SPAWNING_TEST_REPLACED=overridden"])
+        #expect(printed == "SPAWNING_TEST_KEPT=kept\nSPAWNING_TEST_REPLACED=overridden\n")
+    }
+
+    @Test func aDescriptorGivenStaysAndThoseFromTheFirstClosedDoNot() throws {
+        let inherited = open("/dev/null", O_RDONLY)  // not close-on-exec
+        defer { close(inherited) }
+        let listed = try output(of: "ls /proc/self/fd", descriptors: [.duplicate(inherited, as: 3)], closingFrom: 4)
+        let descriptors = listed.split(separator: "\n").compactMap { Int32($0) }
+        #expect(descriptors.contains(3))
+        #expect(!descriptors.contains(inherited), "descriptors \(descriptors)")
+    }
+
+    @Test func aProgramThatCannotStartIsTheSystemsReason() {
+        #expect {
+            try spawnProcess("/nonexistent/program")
+        } throws: { error in
+            (error as? SpawnError)?.description == String(cString: strerror(ENOENT))
+        }
+    }
+}
