@@ -40,13 +40,6 @@ package struct NetworkOptions: ParsableArguments {
             throw ValidationError("--interface \(interface): no such network interface (see `ip link`)")
         }
     }
-
-    /// Probes given with `flag` must parse (`Probe.parse`: a URL, or the compact syntax).
-    package static func validateProbes(_ specs: [String], flag: String) throws {
-        for spec in specs {
-            if case .failure(let error) = Probe.parse(spec) { throw ValidationError("\(flag) \(spec): \(error.problem)") }
-        }
-    }
 }
 
 /// What helpers get from the runtime: the options `connect`, `run` and `dev` share.
@@ -84,8 +77,9 @@ package struct KeepingOptions: ParsableArguments {
 
     @Option(name: .customLong("probe-url"),
             help: ArgumentHelp("A connectivity probe for cmd:probe() and to check a helper's success, replacing the defaults; repeatable. A URL (open means 204, or 200 saying \"success\"), or a line as `probe --help` shows.",
-                               valueName: "probe"))
-    package var probeURLs: [String] = []
+                               valueName: "probe"),
+            transform: ProbeArgument.parse)
+    package var probes: [ProbeArgument] = []
 
     @Option(name: .customLong("maintain-interval"), parsing: .unconditional,
             help: ArgumentHelp("Seconds between maintain commands, 0.01 to 604800 (a week).", valueName: "seconds"),
@@ -93,7 +87,6 @@ package struct KeepingOptions: ParsableArguments {
     package var maintainInterval = Seconds(300)
 
     package func validate() throws {
-        try NetworkOptions.validateProbes(probeURLs, flag: "--probe-url")
     }
 }
 

@@ -26,13 +26,13 @@ public actor HotspotDaemon {
         public static func parse(_ text: String) throws(SourceError) -> Source {
             let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
             guard parts.count == 3, parts[0] == "interface" else {
-                throw SourceError("--source \(text): expected interface:IFACE:SSID, such as interface:wlan0:Aroma-Guest")
+                throw SourceError("expected interface:IFACE:SSID, such as interface:wlan0:Aroma-Guest")
             }
             guard !parts[1].isEmpty, if_nametoindex(parts[1]) != 0 else {
-                throw SourceError("--source \(text): no network interface called \"\(parts[1])\" (see `ip link`)")
+                throw SourceError("no network interface called \"\(parts[1])\" (see `ip link`)")
             }
             guard (1...32).contains(parts[2].utf8.count) else {
-                throw SourceError("--source \(text): the SSID must be 1 to 32 bytes")
+                throw SourceError("the SSID must be 1 to 32 bytes")
             }
             return Source(interface: parts[1], ssid: parts[2])
         }

@@ -64,7 +64,7 @@ struct Connect: AsyncParsableCommand {
         defer { loaded.engine.shutdown() }
         var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
-        configuration.verifyAuthentication = !keeping.probeURLs.isEmpty
+        configuration.verifyAuthentication = !keeping.probes.isEmpty
         // The check of a helper's success probes from this process: libcurl loads meanwhile.
         // Not before the workers start: loading sets an environment variable for a moment,
         // which a worker spawned meanwhile would inherit.
@@ -75,7 +75,7 @@ struct Connect: AsyncParsableCommand {
         let api = captivePortalAPI.uri(interface: network.interface)
         if let note = api.note { output.write(.log(.info, note, network: ssid)) }
         let joined = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure,
-                                         interface: network.interface, resolvers: network.resolvers, probeURLs: keeping.probeURLs,
+                                         interface: network.interface, resolvers: network.resolvers, probeURLs: keeping.probes.map(\.text),
                                          captivePortalAPI: api.uri)
         await runtime.join(joined)
         if stay.value > 0 { try? await Task.sleep(for: stay.duration) }

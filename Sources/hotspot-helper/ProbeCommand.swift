@@ -33,8 +33,9 @@ struct ProbeCommand: AsyncParsableCommand {
 
     @OptionGroup var network: NetworkOptions
 
-    @Option(name: .customLong("url"), help: ArgumentHelp("A probe (a URL, or the line above), replacing the defaults; repeatable.", valueName: "probe"))
-    var probes: [String] = []
+    @Option(name: .customLong("url"), help: ArgumentHelp("A probe (a URL, or the line above), replacing the defaults; repeatable.", valueName: "probe"),
+            transform: ProbeArgument.parse)
+    var probes: [ProbeArgument] = []
 
     @Option(help: ArgumentHelp("The percentage of probes that must pass.", valueName: "percent"))
     var threshold = 75.0
@@ -55,12 +56,11 @@ struct ProbeCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        try NetworkOptions.validateProbes(probes, flag: "--url")
         guard (1...100).contains(threshold) else { throw ValidationError("--threshold must be a percentage from 1 to 100") }
     }
 
     func run() async throws {
-        let set = try ProbeSet.parse(probes, threshold: threshold / 100, timeout: timeout.duration).get()
+        let set = ProbeSet(probes.map(\.probe), threshold: threshold / 100, timeout: timeout.duration)
         let binding = NetworkBinding(interface: network.interface, resolvers: network.resolvers)
         if watch {
             let monitor = ConnectivityMonitor(binding: binding, settings: .init(probes: set, interval: interval.duration))

@@ -41,8 +41,11 @@ struct Run: AsyncParsableCommand {
 
     @Option(name: .customLong("source"),
             help: ArgumentHelp("A network to keep: an interface treated as a joined Wi-Fi network; repeatable.",
-                               valueName: "interface:IFACE:SSID"))
-    var sourceTexts: [String]
+                               valueName: "interface:IFACE:SSID"),
+            transform: { text in
+                do throws(HotspotDaemon.SourceError) { return try HotspotDaemon.Source.parse(text) } catch { throw ValidationError(error.description) }
+            })
+    var sources: [HotspotDaemon.Source]
 
     @Option(name: .customLong("state-dir"), help: ArgumentHelp("Where state and the control socket are kept.", valueName: "dir"))
     var stateDirectory = "/var/lib/hotspot-helper"
@@ -68,21 +71,12 @@ struct Run: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard !sourceTexts.isEmpty else {
+        guard !sources.isEmpty else {
             throw ValidationError("give at least one --source interface:IFACE:SSID, such as --source interface:wlan0:Aroma-Guest")
         }
         var seen: Set<String> = []
-        for text in sourceTexts {
-            let source = try sources(text)
+        for source in sources {
             guard seen.insert(source.ssid).inserted else { throw ValidationError("--source: the SSID \(source.ssid) is given twice") }
-        }
-    }
-
-    private func sources(_ text: String) throws -> HotspotDaemon.Source {
-        do {
-            return try HotspotDaemon.Source.parse(text)
-        } catch {
-            throw ValidationError(error.description)
         }
     }
 
@@ -90,7 +84,7 @@ struct Run: AsyncParsableCommand {
         let output = EventOutput(json: json)
         var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
-        configuration.verifyAuthentication = !keeping.probeURLs.isEmpty
+        configuration.verifyAuthentication = !keeping.probes.isEmpty
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let engine = try LoadedHelpers.engine(workers: runtimeOptions.workers, output: output)
         defer { engine.shutdown() }
@@ -107,11 +101,11 @@ struct Run: AsyncParsableCommand {
         }
         let runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: persistence,
                                      configuration: configuration, events: output.write)
-        let networks = try sourceTexts.map(sources).map { source in
+        let networks = sources.map { source in
             let api = captivePortalAPI.uri(interface: source.interface)
             if let note = api.note { output.write(.log(.info, note, network: source.ssid)) }
             return NetworkDescription(ssid: source.ssid, interface: source.interface, resolvers: resolverOptions.resolvers,
-                                      probeURLs: keeping.probeURLs, captivePortalAPI: api.uri)
+                                      probeURLs: keeping.probes.map(\.text), captivePortalAPI: api.uri)
         }
         let connectivity = probeInterval.value > 0 ? ConnectivityMonitor.Settings(interval: probeInterval.duration) : nil
         let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, networks: networks, connectivity: connectivity,

@@ -99,10 +99,10 @@ struct ProbeTests {
     @Test func usageErrors() async throws {
         let run = try await CLI.run(["probe", "--url", "ftp://example.org/"])
         #expect(run.status == 2)
-        #expect(run.errors.contains("--url ftp://example.org/: 'ftp://example.org/' is not an http:// or https:// URL with a host"))
+        #expect(run.errors.contains("The value 'ftp://example.org/' is invalid for '--url <probe>': 'ftp://example.org/' is not an http:// or https:// URL with a host"))
         let expectation = try await CLI.run(["probe", "--url", "http://127.0.0.1/ matches=(open"])
         #expect(expectation.status == 2)
-        #expect(expectation.errors.contains("--url http://127.0.0.1/ matches=(open: matches=(open: "))
+        #expect(expectation.errors.contains("The value 'http://127.0.0.1/ matches=(open' is invalid for '--url <probe>': matches=(open: "))
         let interface = try await CLI.run(["probe", "--interface", "no-such-if0"])
         #expect(interface.status == 2)
         #expect(interface.errors.contains("no such network interface"))
