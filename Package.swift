@@ -13,6 +13,11 @@ let package = Package(
         .library(name: "LuaSandbox", targets: ["LuaSandbox"]),
         .library(name: "HotspotCore", targets: ["HotspotCore"]),
         .library(name: "HotspotRuntime", targets: ["HotspotRuntime"]),
+        // For the bench (Benchmarks/, a package of its own so that `make test` does not build it).
+        .library(name: "HotspotNetwork", targets: ["HotspotNetwork"]),
+        .library(name: "ScriptLibraries", targets: ["ScriptLibraries"]),
+        .library(name: "PortalSimulator", targets: ["PortalSimulator"]),
+        .library(name: "Spawning", targets: ["Spawning"]),
         .executable(name: "hotspot-helper", targets: ["hotspot-helper"]),
         .executable(name: "hotspot-helper-devtools", targets: ["hotspot-helper-devtools"]),
         .executable(name: "lua-sandbox-worker", targets: ["lua-sandbox-worker"]),
@@ -46,9 +51,6 @@ let package = Package(
         // libxml2's tolerant HTML parser and OpenSSL's digests, for the script libraries.
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "COpenSSLCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
-        // `make bench`: the engine measured against the hotspot's runtime goals.
-        .executableTarget(
-            name: "hotspot-bench", dependencies: ["Spawning", "LuaSandbox", "HotspotCore", "HotspotRuntime", "ScriptLibraries", "HotspotNetwork", "PortalSimulator"], swiftSettings: swiftSettings),
         // The hotspot model and its state machine, with no I/O: helpers, persistence, the
         // network's checks and time are seams (protocols) that the runtime implements.
         .target(name: "HotspotCore", swiftSettings: swiftSettings),

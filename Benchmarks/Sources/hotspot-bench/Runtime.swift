@@ -20,7 +20,7 @@ struct RuntimeBench {
 
     init(sources: [String]) async throws {
         directory = try ScratchDirectory(helperScripts: sources)
-        engine = try LuaEngine(HotspotRuntime.engineConfiguration())
+        engine = try LuaEngine(HotspotRuntime.engineConfiguration(workerExecutable: HelperCommand.path))
         let (helpers, problems) = await HotspotRuntime.loadHelpers(at: directory.path, into: engine)
         guard problems.isEmpty, helpers.count == sources.count else {
             throw BenchError("the bench's venue scripts did not load: \(problems)")

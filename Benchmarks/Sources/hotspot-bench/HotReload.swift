@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LuaSandbox
 
 /// Hot reload, from a script saved to its new version serving:

@@ -1,17 +1,24 @@
-import Foundation
+import FoundationEssentials
 import LuaSandbox
 
 /// The `hotspot-helper` command line, run as a person runs it: whole processes.
 enum HelperCommand {
-    /// The executable beside this one: `make bench` builds every product in release first.
-    static let path = LuaEngine.Configuration.executableBesideCurrent(named: "hotspot-helper")
+    static let path = projectExecutable("hotspot-helper")
 
-    /// A bundled venue script (Scripts/<name>.lua), found from this source file rather
-    /// than the current directory, so the bench runs from anywhere in a checkout.
+    /// The checkout the bench belongs to, found from this source file rather than the
+    /// current directory, so the bench runs from anywhere in a checkout.
+    static let projectRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    /// One of the project's executables as a device installs it: `make bench` runs
+    /// `make release` first, which builds them in the project's own `.build/release`.
+    static func projectExecutable(_ name: String) -> String {
+        projectRoot.appendingPathComponent(".build/release/\(name)").path
+    }
+
+    /// A bundled venue script (Scripts/<name>.lua).
     static func bundledScript(_ name: String) throws -> String {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let path = root.appendingPathComponent("Scripts/\(name).lua").path
+        let path = projectRoot.appendingPathComponent("Scripts/\(name).lua").path
         guard FileManager.default.fileExists(atPath: path) else { throw BenchError("no bundled script at \(path)") }
         return path
     }
@@ -38,7 +45,7 @@ struct ScratchDirectory {
     let path: String
 
     init() throws {
-        path = NSTemporaryDirectory() + "hotspot-bench-" + UUID().uuidString
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("hotspot-bench-" + UUID().uuidString).path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 

@@ -1,4 +1,7 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 import HotspotNetwork
 
 /// The connectivity verdict with four probes on loopback, three answering 204 after 5, 15
@@ -55,13 +58,13 @@ final class DelayedNoContentServer: Sendable {
     init(delayMilliseconds: Int) throws {
         (socket, port) = try listeningLoopbackSocket()
         let socket = self.socket
-        Thread {
+        DispatchQueue(label: "probe-verdict-server").async {
             // Ends when `stop()` shuts the socket down; the socket is closed here, by its reader.
             defer { close(socket) }
             while true {
                 let client = accept(socket, nil, nil)
                 guard client >= 0 else { return }
-                Thread {
+                DispatchQueue(label: "probe-verdict-server").async {
                     defer { close(client) }
                     var request: [UInt8] = []
                     var buffer = [UInt8](repeating: 0, count: 4096)
@@ -73,9 +76,9 @@ final class DelayedNoContentServer: Sendable {
                     usleep(useconds_t(delayMilliseconds * 1000))
                     let reply = "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"
                     _ = reply.withCString { write(client, $0, strlen($0)) }
-                }.start()
+                }
             }
-        }.start()
+        }
     }
 
     func stop() { shutdown(socket, Int32(SHUT_RDWR)) }

@@ -44,7 +44,7 @@ enum Scripts {
 /// An engine as the hotspot configures it, with `workers` worker processes.
 func makeEngine(workers: Int) throws -> LuaEngine {
     try LuaEngine(.init(
-        workerExecutable: LuaEngine.Configuration.executableBesideCurrent(named: "lua-sandbox-worker"),
+        workerExecutable: HelperCommand.projectExecutable("lua-sandbox-worker"),
         workerCount: workers, memoryLimit: 32 << 20, defaultDeadline: .seconds(45),
         killGrace: .milliseconds(200)))
 }
