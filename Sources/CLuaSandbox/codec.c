@@ -1,4 +1,5 @@
 // Buffers, the encoding of values that cross the sandbox's edge, and log records.
+#include <stdio.h>
 #include "sandbox_internal.h"
 
 // A registry key of the group (its address is a unique light userdata), which also marks
@@ -327,13 +328,22 @@ int hh_push_tuple(lua_State *L, const uint8_t *data, size_t length) {
 void sbx_log(sbx_state *S, int level, const char *message, size_t length) {
     sbx_outcome *o = S->outcome;
     if (!o) return;
-    if (length > SBX_LOG_RECORD_BYTES) length = SBX_LOG_RECORD_BYTES;
-    if (S->log_records >= SBX_LOG_RECORDS || o->logs.length + length + 5 > SBX_LOG_BYTES) {
+    // A longer line keeps its start and says it was cut, and how long it was, so a reader
+    // does not take the cut for the end; the cut falls between UTF-8 characters.
+    char mark[48];
+    size_t mark_length = 0, kept = length;
+    if (length > SBX_LOG_RECORD_BYTES) {
+        mark_length = (size_t)snprintf(mark, sizeof mark, " [cut: %zu bytes in all]", length);
+        kept = SBX_LOG_RECORD_BYTES - mark_length;
+        while (kept > 0 && ((unsigned char)message[kept] & 0xC0) == 0x80) kept--;
+    }
+    size_t record_length = kept + mark_length;
+    if (S->log_records >= SBX_LOG_RECORDS || o->logs.length + record_length + 5 > SBX_LOG_BYTES) {
         o->dropped_logs++;
         return;
     }
-    if (append_u8(&o->logs, (uint8_t)level) || append_u32(&o->logs, (uint32_t)length) ||
-        sbx_buffer_append(&o->logs, message, length)) {
+    if (append_u8(&o->logs, (uint8_t)level) || append_u32(&o->logs, (uint32_t)record_length) ||
+        sbx_buffer_append(&o->logs, message, kept) || sbx_buffer_append(&o->logs, mark, mark_length)) {
         o->dropped_logs++;
         return;
     }

@@ -215,6 +215,16 @@ import Testing
         #expect(outcome.droppedLogs == 100000 - 200)
     }
 
+    @Test func aLineOverTheRecordLimitSaysItWasCutBetweenCharacters() throws {
+        // 1,999 two-byte characters and one more byte: the cut would otherwise split one.
+        let script = try state("return { long = function() print('x' .. ('é'):rep(3000)) end }")
+        let line = try #require(script.call("long").logs.first?.message)
+        #expect(line.utf8.count <= 4096)
+        #expect(line.hasSuffix(" [cut: 6001 bytes in all]"), "\(line.suffix(40))")
+        #expect(!line.contains("\u{FFFD}"), "the cut splits no character")
+        #expect(line.hasPrefix("x" + String(repeating: "é", count: 100)))
+    }
+
     @Test func hostFunctionsReturnValuesAndRaiseErrorsSafely() throws {
         let module = HostModule("calc", functions: [
             ("divide", { call in
