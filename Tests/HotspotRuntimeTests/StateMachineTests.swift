@@ -240,6 +240,15 @@ import HotspotCore
         #expect(fixture.events.commands(.authenticate).first?.error == "no response delivered")
     }
 
+    @Test func aHandlerReturningAStringThatIsNoResultIsToldSo() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "typo": venue("Typo", confidence: "high", handlers: ["authenticate": "return 'bogus'"]),
+        ])
+        #expect(await fixture.runtime.join(guest) == .failure)
+        let error = try #require(fixture.events.commands(.authenticate).first?.error)
+        #expect(error.hasPrefix("the handler returned unknown result 'bogus'; use one of success, failure, "), "\(error)")
+    }
+
     @Test func aMissingHandlerAnswersCommandNotRecognized() async throws {
         let fixture = try await RuntimeFixture(scripts: ["partial": venue("Partial", confidence: "high")])
         #expect(await fixture.runtime.join(guest) == .failure)

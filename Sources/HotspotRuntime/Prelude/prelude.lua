@@ -468,6 +468,9 @@ local function dispatch(exports, own, shared)
         result, confidence = "success", returned
       elseif RESULTS[returned] then
         result = returned
+      elseif type(returned) == "string" then
+        result, problem = "failure", "the handler returned unknown result '" .. returned .. "'; use one of " .. RESULT_NAMES
+          .. (command.type == "evaluate" and ", or a confidence (none, low, high)" or "")
       end
     end
     local delivered = record.delivered
