@@ -68,6 +68,9 @@ public actor HotspotMachine<Transport: HelperTransport> {
     private var alarm: Task<Void, Never>?
     private var alarmSleep: (until: Duration, task: Task<Void, Never>)?
     private var timersStopped = false
+    /// The maintains and retries under way, by a count, until each ends.
+    private var firings: [Int: Task<Void, Never>] = [:]
+    private var firingCount = 0
 
     public init(helpers: [Helper], transport: Transport, persistence: any HotspotPersistence, checks: any NetworkChecks,
                 clock: any HotspotClock = SystemClock(), policy: Policy = .init(),
@@ -394,7 +397,24 @@ public actor HotspotMachine<Transport: HelperTransport> {
             guard let due = session.due, due.at <= now else { continue }
             sessions[ssid]?.due = nil
             // A task of its own per firing, which nothing cancels: its commands run to their end.
-            Task { await self.timerFired(ssid, maintain: due.maintain) }
+            firingCount += 1
+            let firing = firingCount
+            firings[firing] = Task {
+                _ = await self.timerFired(ssid, maintain: due.maintain)
+                self.firingEnded(firing)
+            }
+        }
+    }
+
+    private func firingEnded(_ firing: Int) { firings[firing] = nil }
+
+    /// Stops the timers and waits for the maintains and retries already under way, so that
+    /// each network is in the state it rests in (`connect --stay` reports it as it ends).
+    public func settle() async {
+        stopTimers()
+        while let (firing, task) = firings.first {
+            await task.value
+            firings[firing] = nil
         }
     }
 

@@ -79,6 +79,7 @@ struct Connect: AsyncParsableCommand {
                                          captivePortalAPI: api.uri)
         await runtime.join(joined)
         if stay.value > 0 { try? await Task.sleep(for: stay.duration) }
+        await runtime.settle()  // a maintain under way as the stay ends finishes first
         let state = await runtime.state(of: ssid)
         output.write(.done(DoneEvent(network: ssid, state: state, helper: await runtime.chosenHelper(of: ssid))))
         if state != .authenticated { throw ExitCode(1) }

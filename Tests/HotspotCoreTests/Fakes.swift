@@ -23,6 +23,8 @@ final class FakeTransport: HelperTransport {
     typealias Answer = @Sendable (CommandRequest) -> HelperResponse
 
     private struct State {
+        var held: [String: [CheckedContinuation<Void, Never>]] = [:]
+        var holding: Set<String> = []
         var answers: [String: [HotspotCommand: [Answer]]] = [:]
         var sent: [(helper: String, request: CommandRequest)] = []
         var cancelled: [String] = []
@@ -62,8 +64,37 @@ final class FakeTransport: HelperTransport {
         return answer?(request) ?? .failure("no answer scripted for \(helper.id):\(request.command.rawValue)")
     }
 
+    /// `helper`'s answers to `command` wait until `release` (a command in flight).
+    func hold(_ helper: String, _ command: HotspotCommand) {
+        _ = state.withLock { $0.holding.insert("\(helper):\(command.rawValue)") }
+    }
+
+    /// Lets the held commands answer, and those to come.
+    func release(_ helper: String, _ command: HotspotCommand) {
+        let key = "\(helper):\(command.rawValue)"
+        let waiting = state.withLock { state in
+            state.holding.remove(key)
+            return state.held.removeValue(forKey: key) ?? []
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// Whether a command of `helper` waits in `hold`.
+    func isHolding(_ helper: String, _ command: HotspotCommand) -> Bool {
+        state.withLock { !($0.held["\(helper):\(command.rawValue)"] ?? []).isEmpty }
+    }
+
     nonisolated(nonsending) func send(_ request: CommandRequest, to helper: FakeHelper) async -> HelperResponse {
-        respond(request, helper)
+        let key = "\(helper.id):\(request.command.rawValue)"
+        await withCheckedContinuation { continuation in
+            let held = state.withLock { state in
+                guard state.holding.contains(key) else { return false }
+                state.held[key, default: []].append(continuation)
+                return true
+            }
+            if !held { continuation.resume() }
+        }
+        return respond(request, helper)
     }
 
     nonisolated(nonsending) func sendAll(_ request: CommandRequest, to helpers: [FakeHelper],

@@ -243,6 +243,21 @@ import Testing
         #expect(await harness.machine.nextDue == nil)
     }
 
+    @Test func settlingWaitsForTheMaintainUnderWayAndStopsTheTimers() async {
+        let harness = Self.accepting()
+        _ = await harness.machine.join(cafe)
+        harness.transport.hold("venue", .maintain)
+        harness.clock.advance(by: .seconds(300))
+        await harness.events.waitForState("Cafe", .maintaining)
+        async let settled: Void = harness.machine.settle()
+        // The machine is free while the maintain waits in the transport, and settle waits for it.
+        #expect(await harness.machine.state(of: "Cafe") == .maintaining)
+        harness.transport.release("venue", .maintain)
+        await settled
+        #expect(await harness.machine.state(of: "Cafe") == .authenticated)
+        #expect(await harness.machine.nextDue == nil)
+    }
+
     @Test func commandsCarryTheirDeadlines() async {
         let harness = Self.accepting()
         _ = await harness.machine.join(cafe)
