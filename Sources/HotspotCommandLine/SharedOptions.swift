@@ -211,3 +211,17 @@ package struct AnswerOptions: ParsableArguments {
         return answers
     }
 }
+
+/// For CI: a run whose network no helper claims is a failure of its own, as when a venue
+/// script no longer recognises its portal (otherwise the network counts as open).
+package struct RequireHelperOption: ParsableArguments {
+    package init() {}
+
+    @Flag(name: .customLong("require-helper"), help: "Exit 3 when no helper claims the network, as when a venue script no longer recognises its portal.")
+    package var requireHelper = false
+
+    /// Exit status 3 when a helper was required and none claimed the network.
+    package func check(claimedBy helper: String?) throws {
+        if requireHelper, helper == nil { throw ExitCode(3) }
+    }
+}

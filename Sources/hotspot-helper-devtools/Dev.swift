@@ -32,7 +32,8 @@ struct Dev: AsyncParsableCommand {
               hotspot-helper dev venue.lua --portal http://neverssl.com/ --interface wlan0
 
             Exit status with --once: 0 when the run reached authenticated, 1 when it did not, \
-            2 for usage errors and a script that does not load.
+            2 for usage errors and a script that does not load, 3 with --require-helper when \
+            the script did not claim the network.
             """)
 
     @Argument(help: ArgumentHelp("The venue script.", valueName: "script"))
@@ -55,6 +56,8 @@ struct Dev: AsyncParsableCommand {
 
     @Flag(help: "Run once and exit, instead of watching the script.")
     var once = false
+
+    @OptionGroup var requireHelper: RequireHelperOption
 
     @Flag(help: "Write JSON lines to standard output, and nothing else.")
     var json = false
@@ -98,9 +101,10 @@ struct Dev: AsyncParsableCommand {
                 LoadedHelpers.report(first.problems, output: output)
                 throw ExitCode(2)
             }
-            let state = try await session.run(helper)
+            let (state, claimedBy) = try await session.run(helper)
             await session.stop()
             if state != .authenticated { throw ExitCode(1) }
+            try requireHelper.check(claimedBy: claimedBy)
             return
         }
         let watcher: ScriptWatcher
@@ -158,7 +162,8 @@ private actor DevSession {
 
     /// One lifecycle: join, a person's answers when asked for, maintain, logoff. Returns
     /// the state the login reached.
-    func run(_ helper: HelperScript) async throws -> HotspotState {
+    /// Runs the script once; the state reached and the helper that claimed the network.
+    func run(_ helper: HelperScript) async throws -> (state: HotspotState, claimedBy: String?) {
         runs += 1
         let joined = try await networkToJoin(for: helper)
         output.note("run \(runs): \(helper.id) on \(ssid)")
@@ -189,7 +194,7 @@ private actor DevSession {
         output.write(.done(DoneEvent(network: ssid, state: reached, helper: claimedBy)))
         let milliseconds = Int((ContinuousClock.now - started) / .milliseconds(1))
         output.note("run \(runs) ended \(reached.rawValue) in \(milliseconds) ms")
-        return reached
+        return (reached, claimedBy)
     }
 
     func stop() async {

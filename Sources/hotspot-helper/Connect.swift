@@ -17,7 +17,8 @@ struct Connect: AsyncParsableCommand {
             warning naming the helper) and ends in failure, retried with backoff.
 
             Exit status: 0 when the network is authenticated at the end, 1 when it is not, \
-            2 for usage errors and scripts that fail to load.
+            2 for usage errors and scripts that fail to load, 3 with --require-helper when no \
+            helper claimed the network.
             """)
 
     @Option(name: .long, help: ArgumentHelp("A venue script, or a directory of *.lua scripts.", valueName: "path"))
@@ -42,6 +43,8 @@ struct Connect: AsyncParsableCommand {
     @OptionGroup var captivePortalAPI: CaptivePortalAPIOptions
 
     @OptionGroup var keeping: KeepingOptions
+
+    @OptionGroup var requireHelper: RequireHelperOption
 
     @Option(name: .customLong("state-dir"),
             help: ArgumentHelp("Where the chosen helper, exclusions and cmd.store are kept (default: nothing is kept).", valueName: "dir"))
@@ -81,7 +84,9 @@ struct Connect: AsyncParsableCommand {
         if stay.value > 0 { try? await Task.sleep(for: stay.duration) }
         await runtime.settle()  // a maintain under way as the stay ends finishes first
         let state = await runtime.state(of: ssid)
-        output.write(.done(DoneEvent(network: ssid, state: state, helper: await runtime.chosenHelper(of: ssid))))
+        let helper = await runtime.chosenHelper(of: ssid)
+        output.write(.done(DoneEvent(network: ssid, state: state, helper: helper)))
         if state != .authenticated { throw ExitCode(1) }
+        try requireHelper.check(claimedBy: helper)
     }
 }

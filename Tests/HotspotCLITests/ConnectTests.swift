@@ -95,6 +95,11 @@ let aroma = """
         let run = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Airport-Free", "--json"])
         #expect(run.status == 0)
         #expect(run.output.split(separator: "\n").last == #"{"event":"done","network":"Airport-Free","state":"authenticated","helper":null}"#)
+        // For CI, a network no helper claims can be a failure of its own.
+        let required = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Airport-Free", "--require-helper"])
+        #expect(required.status == 3, "\(required.errors)")
+        let claimed = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest", "--require-helper"])
+        #expect(claimed.status == 0, "\(claimed.errors)")
     }
 
     @Test func aSecondRunWithTheSameStateDirectoryUsesTheCachedHelper() async throws {

@@ -30,6 +30,8 @@ struct DevTests {
         let run = try await CLI.run(["dev", try Self.aromaCopy(), "--scenario", "click-through", "--once"])
         #expect(run.status == 0)
         #expect(run.output.contains("did not claim hotspot-helper-dev (evaluate answered none); give the SSID it expects with --ssid"))
+        let required = try await CLI.run(["dev", try Self.aromaCopy(), "--scenario", "click-through", "--once", "--require-helper"])
+        #expect(required.status == 3, "\(required.errors)")
     }
 
     /// Save a good version, a broken one, a good one again: each good save runs again; the
