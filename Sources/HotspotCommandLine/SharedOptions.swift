@@ -198,8 +198,11 @@ package struct AnswerOptions: ParsableArguments {
     package func answers() throws -> [String: String] {
         var lines: [String] = []
         if let answersFile {
-            guard let text = try? String(contentsOfFile: answersFile, encoding: .utf8) else {
-                throw ValidationError("--answers \(answersFile): cannot read the file")
+            let text: String
+            do {
+                text = String(decoding: try BoundedFile.read(answersFile, limit: BoundedFile.mebibyte), as: UTF8.self)
+            } catch {
+                throw ValidationError("--answers \(answersFile): \(error)")
             }
             lines = text.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") && $0.contains("=") }
         }

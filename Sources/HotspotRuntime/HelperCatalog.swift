@@ -1,5 +1,6 @@
 import FoundationEssentials
 public import LuaSandbox
+import HotspotSystem
 
 /// The helpers at a script path (a file or a directory of `*.lua`), kept in step with the
 /// files: a script whose text changed is loaded again, a new one is added, a deleted one is
@@ -62,11 +63,13 @@ public actor HelperCatalog {
             }
         }
         for scriptPath in paths {
-            guard let data = FileManager.default.contents(atPath: scriptPath) else {
-                change.problems.append(ScriptProblem(location: scriptPath, message: "cannot read the file"))
+            let text: String
+            do {
+                text = String(decoding: try BoundedFile.read(scriptPath, limit: HelperScript.maximumSize), as: UTF8.self)
+            } catch {
+                change.problems.append(ScriptProblem(location: scriptPath, message: "\(error)"))
                 continue
             }
-            let text = String(decoding: data, as: UTF8.self)
             let previous = entries[scriptPath]
             if let previous, previous.text == text {
                 continue

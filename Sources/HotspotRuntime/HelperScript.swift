@@ -19,6 +19,8 @@ public struct HelperScript: Sendable, Hashable {
     let handle: ScriptHandle
 
     public static let maximumDisplayNameLength = 15
+    /// Far more than a venue script needs; a larger file is refused before it is read.
+    public static let maximumSize = BoundedFile.mebibyte
     /// The `hosts` entry that lets a generic helper follow the network's portal.
     public static let portalHosts = "@portal"
 }

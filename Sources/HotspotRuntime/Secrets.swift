@@ -4,6 +4,7 @@ import Glibc
 import FoundationEssentials
 public import HotspotCore
 import HotspotNetwork
+import HotspotSystem
 
 /// Venue credentials for `cmd:secret(name)`, read from a file with one section per helper:
 ///
@@ -38,6 +39,9 @@ public struct Secrets: Sendable, Equatable {
     }
 
     /// Reads and checks the file; every problem names the file, the line and the fix.
+    /// Far more than any venue's credentials.
+    static let maximumFileSize = BoundedFile.mebibyte
+
     public static func load(path: String) throws(SecretsError) -> Secrets {
         var status = stat()
         guard stat(path, &status) == 0 else {
@@ -47,7 +51,13 @@ public struct Secrets: Sendable, Equatable {
             throw SecretsError("\(path): the secrets file is readable by others (mode \(String(status.st_mode & 0o777, radix: 8))); "
                                + "run `chmod 600 \(path)`")
         }
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+        let bytes: [UInt8]
+        do {
+            bytes = try BoundedFile.read(path, limit: maximumFileSize)
+        } catch {
+            throw SecretsError("\(path): \(error)")
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw SecretsError("\(path): cannot read the secrets file as UTF-8 text")
         }
         return try parse(text, path: path)

@@ -94,18 +94,20 @@ public final class StateDirectory: HotspotPersistence {
     /// The largest state or store file read: far beyond what the runtime writes (a store is at
     /// most `storeLimit` per network), so only a damaged or foreign file is larger, and reading
     /// it whole would cost the daemon that much memory at every start.
-    static let fileSizeLimit = 8 << 20
+    static let fileSizeLimit = 8 * BoundedFile.mebibyte
 
     private static func read<T: Decodable>(_ file: String, warnings: inout [String]) -> T? {
-        var status = stat()
-        guard stat(file, &status) == 0 else { return nil }
-        guard status.st_size <= fileSizeLimit else {
-            setAside(file, because: "it is larger than \(fileSizeLimit >> 20) MiB", warnings: &warnings)
-            return nil
-        }
-        guard let data = FileManager.default.contents(atPath: file) else { return nil }
+        let bytes: [UInt8]
         do {
-            return try JSONDecoder().decode(T.self, from: data)
+            bytes = try BoundedFile.read(file, limit: fileSizeLimit)
+        } catch .tooLarge {
+            setAside(file, because: "it is larger than \(fileSizeLimit / BoundedFile.mebibyte) MiB", warnings: &warnings)
+            return nil
+        } catch {
+            return nil  // absent: nothing was kept yet
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch {
             setAside(file, because: "\(error)", warnings: &warnings)
             return nil

@@ -4,6 +4,7 @@ import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime
 import HotspotCore
+import HotspotSystem
 
 struct Networks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -75,8 +76,14 @@ struct Networks: AsyncParsableCommand {
             output?.fail("--scan-list \(scanList): \(problem)")
             return ExitCode(2)
         }
-        guard let data = FileManager.default.contents(atPath: scanList) else { throw fail("cannot read the file") }
-        guard case .array(let entries)? = try? JSONValue.parse(Array(data), maximumDepth: 16) else {
+        let bytes: [UInt8]
+        do {
+            // A scan list of a thousand access points is about 200 KiB.
+            bytes = try BoundedFile.read(scanList, limit: 4 * BoundedFile.mebibyte)
+        } catch {
+            throw fail("\(error)")
+        }
+        guard case .array(let entries)? = try? JSONValue.parse(bytes, maximumDepth: 16) else {
             throw fail("not a JSON array of networks")
         }
         return try entries.enumerated().map { index, entry in

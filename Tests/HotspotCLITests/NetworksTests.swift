@@ -32,6 +32,10 @@ struct NetworksTests {
         let noSSID = try await CLI.run(["networks", "--scripts", Self.scripts, "--scan-list", try scanList(#"[{"ssid": "a"}, {"bssid": "b"}]"#)])
         #expect(noSSID.status == 2)
         #expect(noSSID.errors.contains("network 2 has no \"ssid\" string"))
+        let huge = try await CLI.run(["networks", "--scripts", Self.scripts, "--scan-list",
+                                      try scanList("[" + String(repeating: " ", count: 4 << 20) + "]")])
+        #expect(huge.status == 2)
+        #expect(huge.errors.contains("over the limit of 4 MiB"), "\(huge.errors)")
     }
 
     @Test func watchShowsTheTableAgainWhenTheScanListChanges() async throws {

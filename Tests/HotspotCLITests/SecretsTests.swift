@@ -83,4 +83,16 @@ struct SecretsTests {
         #expect(error.contains("forgetful.lua:6"))
         #expect(error.contains("no secret 'pin'"))
     }
+
+    /// A secrets file far larger than credentials take is refused before it is read (it
+    /// was read whole, and a worker ended with no helper, exit 0).
+    @Test func anOversizedSecretsFileIsRefused() async throws {
+        let directory = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma])
+        let secrets = directory + "/secrets.ini"
+        try ("[aroma]\n" + String(repeating: "# padding\n", count: 120_000)).write(toFile: secrets, atomically: false, encoding: .utf8)
+        chmod(secrets, 0o600)
+        let run = try await CLI.run(["connect", "--scripts", directory + "/aroma.lua", "--ssid", "Aroma-Guest", "--secrets", secrets])
+        #expect(run.status == 2)
+        #expect(run.errors.contains("\(secrets): the file is 1200008 bytes, over the limit of 1 MiB"), "\(run.errors)")
+    }
 }

@@ -1,0 +1,44 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads a whole file only when it is no larger than its kind allows: a state file, a script
+/// or a secrets file hundreds of megabytes long (damaged, or not what was meant) would cost
+/// the daemon that much memory at every start, over a service's memory limit. The size is
+/// checked on the opened file, before anything is read.
+package enum BoundedFile {
+    package static let mebibyte = 1 << 20
+
+    package static func read(_ path: String, limit: Int) throws(BoundedFileError) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw .unreadable(String(cString: strerror(errno))) }
+        guard Int(status.st_size) <= limit else { throw .tooLarge(size: Int(status.st_size), limit: limit) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
+            if count == 0 { return bytes }
+            bytes += chunk[..<count]
+            // A file that grows while it is read is held to the same limit.
+            guard bytes.count <= limit else { throw .tooLarge(size: bytes.count, limit: limit) }
+        }
+    }
+}
+
+package enum BoundedFileError: Error, CustomStringConvertible {
+    case unreadable(String)
+    case tooLarge(size: Int, limit: Int)
+
+    package var description: String {
+        switch self {
+        case .unreadable(let reason): "cannot read the file: \(reason)"
+        case .tooLarge(let size, let limit):
+            "the file is \(size) bytes, over the limit of \(limit % BoundedFile.mebibyte == 0 ? "\(limit / BoundedFile.mebibyte) MiB" : "\(limit) bytes")"
+        }
+    }
+}
