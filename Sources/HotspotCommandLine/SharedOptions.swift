@@ -204,7 +204,7 @@ package struct AnswerOptions: ParsableArguments {
             } catch {
                 throw ValidationError("--answers \(answersFile): \(error)")
             }
-            lines = text.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") && $0.contains("=") }
+            lines = text.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.hasPrefix("#") && $0.contains("=") }
         }
         var answers: [String: String] = [:]
         for line in lines + answerFlags {

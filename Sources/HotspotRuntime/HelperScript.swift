@@ -149,7 +149,7 @@ extension HelperScript {
 
     /// The first line that assigns `key =` (a best effort: the line an operator looks at).
     static func lineOf(_ key: String, in source: String) -> Int? {
-        for (index, line) in source.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, line) in source.split(omittingEmptySubsequences: false, whereSeparator: endsLuaLine).enumerated() {
             guard let range = line.firstRange(of: key) else { continue }
             let before = line[..<range.lowerBound].last
             let after = line[range.upperBound...].drop { $0 == " " || $0 == "\t" }
@@ -161,7 +161,12 @@ extension HelperScript {
     }
 
     static func lastReturnLine(in source: String) -> Int? {
-        let lines = source.split(separator: "\n", omittingEmptySubsequences: false)
+        let lines = source.split(omittingEmptySubsequences: false, whereSeparator: endsLuaLine)
         return lines.lastIndex { $0.trimmingWhitespace().hasPrefix("return") }.map { $0 + 1 }
     }
+}
+
+/// Whether Lua's lexer counts `character` as the end of a line (CRLF is one character).
+private func endsLuaLine(_ character: Character) -> Bool {
+    character == "\n" || character == "\r\n" || character == "\r"
 }

@@ -66,7 +66,8 @@ public struct Secrets: Sendable, Equatable {
     static func parse(_ text: String, path: String) throws(SecretsError) -> Secrets {
         var sections: [String: [String: String]] = [:]
         var current: String?
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // By `isNewline`: a file saved with CRLF has "\r\n" characters, which are not "\n".
+        for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let line = rawLine.trimmingWhitespace()
             let place = "\(path):\(index + 1)"
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }

@@ -35,6 +35,17 @@ struct SecretsParsingTests {
         }
     }
 
+    @Test func aFileSavedWithCRLFReadsAsItsLines() throws {
+        let secrets = try Secrets.parse("[aroma]\r\nusername = guest\r\npassword = \"two words\"\r\n", path: "s.ini")
+        #expect(secrets.of(helper: "aroma") == ["username": "guest", "password": "two words"])
+        #expect(throws: SecretsError.self) { try Secrets.parse("[aroma]\r\nbroken\r\n", path: "s.ini") }
+        do {
+            _ = try Secrets.parse("[aroma]\r\nbroken\r\n", path: "s.ini")
+        } catch {
+            #expect(error.description == "s.ini:2: expected `name = value`")
+        }
+    }
+
     @Test func redactionHidesLongerSecretsWhole() {
         let secrets = Secrets(["a": ["short": "abc", "long": "abcdef"]])
         #expect(secrets.redact("x abcdef y abc z") == "x [secret] y [secret] z")
