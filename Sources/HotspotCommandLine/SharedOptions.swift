@@ -97,6 +97,11 @@ package struct LoadedHelpers {
     package let helpers: [HelperScript]
 
     package static func load(_ path: String, workers: Int? = nil, output: EventOutput) async throws -> LoadedHelpers {
+        // Not a script's problem, so not reported as one ("fix the script above").
+        guard FileManager.default.fileExists(atPath: path) else {
+            output.fail("--scripts \(path): no such file or directory; give a venue script, or a directory of *.lua scripts")
+            throw ExitCode(2)
+        }
         let engine = try engine(workers: workers, output: output)
         let (helpers, problems) = await HotspotRuntime.loadHelpers(at: path, into: engine)
         guard problems.isEmpty else {

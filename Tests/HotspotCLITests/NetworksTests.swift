@@ -25,6 +25,13 @@ struct NetworksTests {
         #expect(!run.output.contains("campus-wpa-2026"))
     }
 
+    @Test func scriptsThatAreNotThereAreSaidSoWithoutBlamingAScript() async throws {
+        let run = try await CLI.run(["networks", "--scripts", "/nonexistent/scripts", "--scan-list", try scanList(#"[{"ssid": "a"}]"#)])
+        #expect(run.status == 2)
+        #expect(run.errors.contains("--scripts /nonexistent/scripts: no such file or directory; give a venue script, or a directory of *.lua scripts"))
+        #expect(!run.errors.contains("above"), "\(run.errors)")
+    }
+
     @Test func aBrokenScanListIsAUsageError() async throws {
         let notArray = try await CLI.run(["networks", "--scripts", Self.scripts, "--scan-list", try scanList(#"{"ssid": "x"}"#)])
         #expect(notArray.status == 2)
