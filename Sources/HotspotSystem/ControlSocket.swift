@@ -239,13 +239,15 @@ public enum ControlClient {
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
         guard var bytes = try? JSONEncoder().encode(request) else { throw ControlSocketError("cannot encode the request") }
         bytes.append(UInt8(ascii: "\n"))
-        guard ControlServer.writeAll(descriptor, Array(bytes)) else {
-            throw ControlSocketError("the daemon closed the connection: \(ControlServer.lastError)")
+        // A daemon that refuses this peer answers and closes without reading the request, so
+        // the write can fail while the refusal waits to be read: the reply counts first.
+        let sent = ControlServer.writeAll(descriptor, Array(bytes))
+        let sendError = ControlServer.lastError
+        if let line = ControlServer.readLine(descriptor, limit: ControlServer.maximumRequestSize),
+           let reply = try? JSONDecoder().decode(ControlReply.self, from: Data(line)) {
+            return reply
         }
-        guard let line = ControlServer.readLine(descriptor, limit: ControlServer.maximumRequestSize),
-              let reply = try? JSONDecoder().decode(ControlReply.self, from: Data(line)) else {
-            throw ControlSocketError("the daemon gave no reply within \(timeout)")
-        }
-        return reply
+        guard sent else { throw ControlSocketError("the daemon closed the connection: \(sendError)") }
+        throw ControlSocketError("the daemon gave no reply within \(timeout)")
     }
 }

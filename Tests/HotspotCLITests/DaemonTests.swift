@@ -169,6 +169,33 @@ struct DaemonTests {
         #expect(gone.errors.contains("no hotspot-helper daemon answers on"))
     }
 
+    /// Another user reaching the socket (here made reachable on purpose) gets the daemon's
+    /// refusal, not "Broken pipe" from a request the daemon did not wait for.
+    @Test(.enabled(if: getuid() == 0, "needs root to run the client as another user"))
+    func anotherUsersRequestIsRefusedWithTheDaemonsAnswer() async throws {
+        let venue = try await Self.aromaVenue()
+        defer { Task { await venue.portal.stop() } }
+        let daemon = try RunningCLI(venue.arguments())
+        try await daemon.waitForEvent(Self.isState("authenticated"))
+        // The way to the socket, for the other user: the state directory and this test process's
+        // scratch directory it is in (the temporary directory above them is open already).
+        chmod(venue.state, 0o755)
+        chmod((venue.state as NSString).deletingLastPathComponent, 0o755)
+        chmod(venue.state + "/control.sock", 0o666)
+        // A copy the other user can run wherever the checkout is (its folder may be closed to it).
+        let client = (venue.state as NSString).deletingLastPathComponent + "/hotspot-helper-for-another-user"
+        try FileManager.default.copyItem(atPath: CLI.path, toPath: client)
+        chmod(client, 0o755)
+        for _ in 1...5 {
+            let other = try await CLI.run(["--reuid=65534", "--regid=65534", "--clear-groups", client,
+                                           "disable", "--helper", "aroma", "--state-dir", venue.state], executable: "/usr/bin/setpriv")
+            #expect(other.status != 0)
+            #expect(other.errors.contains("only the daemon's owner may control it"), "\(other.errors)")
+        }
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
     @Test func aSecondDaemonOrAConnectOnTheSameStateDirectoryIsRefusedNamingTheOwner() async throws {
         let venue = try await Self.aromaVenue()
         defer { Task { await venue.portal.stop() } }
