@@ -81,9 +81,10 @@ let package = Package(
         // Writes a target's .lua files into a Swift file as strings, for the EmbedLua plugin.
         .executableTarget(name: "embed-lua", swiftSettings: swiftSettings),
         .plugin(name: "EmbedLua", capability: .buildTool(), dependencies: ["embed-lua"]),
-        // The portal simulator: captive-portal scenarios on a real HTTP server.
+        // The portal simulator: captive-portal scenarios on a real HTTP server. HotspotNetwork
+        // for its JSON writer, the project's one, so the simulator's answers escape as the rest.
         .target(
-            name: "PortalSimulator", dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
+            name: "PortalSimulator", dependencies: ["HotspotNetwork", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
         // What the two command-line executables share: options, event output, how they start.
         .target(

@@ -1,5 +1,5 @@
 import ArgumentParser
-import HotspotRuntime
+import HotspotNetwork
 
 /// A number of seconds given on the command line, within the range its option allows: an
 /// infinite, huge or tiny value would overflow a deadline or run a timer in a loop, and a

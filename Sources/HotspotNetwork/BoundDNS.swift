@@ -72,7 +72,7 @@ public enum BoundDNS {
             let remaining = ContinuousClock.now.duration(to: deadline)
             guard remaining > .zero else { throw HTTPFailure(.timeout, "no answer from \(server)") }
             var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            let waited = poll(&poller, 1, Int32(clamping: remaining.milliseconds + 1))
+            let waited = poll(&poller, 1, Int32(min(remaining / .milliseconds(1) + 1, Double(Int32.max))))
             if waited < 0, errno == EINTR { continue }
             guard waited > 0 else { throw HTTPFailure(.timeout, "no answer from \(server)") }
             var from = sockaddr_in()
@@ -204,12 +204,5 @@ enum DNSMessage {
         case 5: "REFUSED"
         default: "error \(code)"
         }
-    }
-}
-
-extension Duration {
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }

@@ -133,7 +133,7 @@ public struct BoundHTTPClient: Sendable {
         hh_curl_set_string(handle, CURLOPT_ACCEPT_ENCODING, "")
         // The compressed length is a lower bound of the body: refuse early what is surely too big.
         hh_curl_set_offset(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxBody))
-        let remaining = max(ContinuousClock.now.duration(to: end).milliseconds, 1)
+        let remaining = max(ContinuousClock.now.duration(to: end) / .milliseconds(1), 1)
         hh_curl_set_long(handle, CURLOPT_TIMEOUT_MS, Int(remaining))
         if let interface = binding.interface { hh_curl_set_string(handle, CURLOPT_INTERFACE, "if!" + interface) }
         if let caFile = binding.caFile { hh_curl_set_string(handle, CURLOPT_CAINFO, caFile) }

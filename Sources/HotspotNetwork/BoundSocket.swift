@@ -221,7 +221,7 @@ public final class BoundSocket: Sendable {
             let remaining = ContinuousClock.now.duration(to: end)
             guard remaining > .zero else { throw HTTPFailure(.timeout, action) }
             var poller = pollfd(fd: descriptor, events: Int16(events), revents: 0)
-            let ready = poll(&poller, 1, Int32(min(remaining.milliseconds + 1, 50)))
+            let ready = poll(&poller, 1, Int32(min(remaining / .milliseconds(1) + 1, 50)))
             if ready > 0 { return }
             if ready < 0, errno != EINTR { throw HTTPFailure(.protocol, "\(action): \(String(cString: strerror(errno)))") }
         }

@@ -5,33 +5,33 @@ extension HotspotEvent {
     /// One JSON object on one line, with the keys of the `connect --json` contract in order
     /// and explicit nulls.
     public var jsonLine: String {
-        let fields: [(String, JSONScalar)]
+        let fields: [(name: String, value: JSONValue)]
         switch self {
         case .command(let event):
-            fields = [("event", "command"), ("command", .string(event.command.rawValue)), ("helper", .string(event.helper)),
-                      ("network", .string(event.network)), ("result", .string(event.result.rawValue)),
-                      ("confidence", .string(event.confidence?.rawValue)), ("ms", .number(event.milliseconds)),
-                      ("error", .string(event.error))]
+            fields = [("event", .text("command")), ("command", .text(event.command.rawValue)), ("helper", .text(event.helper)),
+                      ("network", .text(event.network)), ("result", .text(event.result.rawValue)),
+                      ("confidence", .text(event.confidence?.rawValue)), ("ms", .number(event.milliseconds)),
+                      ("error", .text(event.error))]
         case .state(let event):
-            fields = [("event", "state"), ("network", .string(event.network)), ("from", .string(event.from.rawValue)),
-                      ("to", .string(event.to.rawValue)), ("helper", .string(event.helper))]
+            fields = [("event", .text("state")), ("network", .text(event.network)), ("from", .text(event.from.rawValue)),
+                      ("to", .text(event.to.rawValue)), ("helper", .text(event.helper))]
         case .done(let event):
-            fields = [("event", "done"), ("network", .string(event.network)), ("state", .string(event.state.rawValue)),
-                      ("helper", .string(event.helper))]
+            fields = [("event", .text("done")), ("network", .text(event.network)), ("state", .text(event.state.rawValue)),
+                      ("helper", .text(event.helper))]
         case .log(let event):
-            fields = [("event", "log"), ("network", .string(event.network)), ("helper", .string(event.helper)),
-                      ("command", .string(event.command?.rawValue)), ("level", .string(event.level.rawValue)),
-                      ("message", .string(event.message))]
+            fields = [("event", .text("log")), ("network", .text(event.network)), ("helper", .text(event.helper)),
+                      ("command", .text(event.command?.rawValue)), ("level", .text(event.level.rawValue)),
+                      ("message", .text(event.message))]
         case .reload(let event):
-            fields = [("event", "reload"), ("reason", .string(event.reason)), ("added", .strings(event.added)),
-                      ("reloaded", .strings(event.reloaded)), ("removed", .strings(event.removed)),
-                      ("problems", .strings(event.problems))]
+            fields = [("event", .text("reload")), ("reason", .text(event.reason)), ("added", .texts(event.added)),
+                      ("reloaded", .texts(event.reloaded)), ("removed", .texts(event.removed)),
+                      ("problems", .texts(event.problems))]
         case .connectivity(let event):
-            fields = [("event", "connectivity"), ("network", .string(event.network)), ("verdict", .string(event.verdict.rawValue)),
-                      ("portal_url", .string(event.portalURL)), ("interface_kind", .string(event.interfaceKind?.rawValue)),
-                      ("helper", .string(event.helper))]
+            fields = [("event", .text("connectivity")), ("network", .text(event.network)), ("verdict", .text(event.verdict.rawValue)),
+                      ("portal_url", .text(event.portalURL)), ("interface_kind", .text(event.interfaceKind?.rawValue)),
+                      ("helper", .text(event.helper))]
         }
-        return "{" + fields.map { "\(JSONScalar.string($0.0).json):\($0.1.json)" }.joined(separator: ",") + "}"
+        return String(decoding: JSONValue(members: fields).serialized(), as: UTF8.self)
     }
 
     /// A line of the readable timeline.
@@ -89,45 +89,14 @@ extension ReloadEvent {
     }
 }
 
-private enum JSONScalar: ExpressibleByStringLiteral {
-    case string(String?)
-    case number(Double?)
-    case strings([String]?)
+private extension JSONValue {
+    /// `text` as a JSON string, null when there is none (the contract's explicit nulls).
+    static func text(_ text: String?) -> JSONValue { text.map { .string(Array($0.utf8)) } ?? .null }
 
-    init(stringLiteral value: String) { self = .string(value) }
-
-    var json: String {
-        switch self {
-        case .string(nil), .number(nil), .strings(nil): return "null"
-        case .strings(let values?): return "[" + values.map { JSONScalar.string($0).json }.joined(separator: ",") + "]"
-        case .number(let value?):
-            return value.plainDescription
-        case .string(let value?):
-            var out = "\""
-            for scalar in value.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                case _ where scalar.value < 0x20:
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                default: out.unicodeScalars.append(scalar)
-                }
-            }
-            return out + "\""
-        }
-    }
+    static func texts(_ texts: [String]) -> JSONValue { .array(texts.map { .text($0) }) }
 }
 
 extension Double {
-    /// Without a fractional part when it has none ("12", "12.5"), as JSON writes numbers.
-    package var plainDescription: String {
-        rounded() == self && abs(self) < 1e15 ? String(Int64(self)) : String(self)
-    }
-
     /// Rounded to one decimal ("12.0", "0.3").
     package var withOneDecimal: String {
         guard isFinite, abs(self) < 1e15 else { return String(self) }

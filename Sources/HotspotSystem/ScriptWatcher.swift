@@ -40,7 +40,7 @@ public final class ScriptWatcher: Sendable {
         self.wakeUp = wakeUp
         let (changes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         self.changes = changes
-        let quietMilliseconds = Int32(quietPeriod.components.seconds * 1000 + quietPeriod.components.attoseconds / 1_000_000_000_000_000)
+        let quietMilliseconds = Int32(quietPeriod / .milliseconds(1))
         // A queue of its own, so the blocking poll never holds one of Swift concurrency's threads.
         DispatchQueue(label: "script-watcher").async {
             Self.watch(inotify: inotify, wakeUp: wakeUp, onlyName: onlyName, quietMilliseconds: quietMilliseconds) {

@@ -10,12 +10,8 @@ public struct Deadline: Sendable, Hashable, Comparable {
     public static var now: Deadline { Deadline(nanoseconds: sbx_monotonic_ns()) }
 
     public static func after(_ duration: Duration) -> Deadline {
-        let (seconds, attoseconds) = duration.components
-        let delta = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        guard !delta.overflow else { return Deadline(nanoseconds: .max) }
-        let total = delta.partialValue.addingReportingOverflow(attoseconds / 1_000_000_000)
-        let at = sbx_monotonic_ns().addingReportingOverflow(total.partialValue)
-        return Deadline(nanoseconds: total.overflow || at.overflow ? .max : at.partialValue)
+        let at = sbx_monotonic_ns().addingReportingOverflow(duration.nanoseconds)
+        return Deadline(nanoseconds: at.overflow ? .max : at.partialValue)
     }
 
     /// Time left, never negative.
@@ -37,8 +33,15 @@ public enum CallDeadline: Sendable, Hashable {
     case unlimited
 }
 
-/// A duration in whole nanoseconds (short ones: the kill grace, the scheduler's slices).
-func nanoseconds(_ duration: Duration) -> Int64 {
-    let (seconds, attoseconds) = duration.components
-    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+extension Duration {
+    /// In whole nanoseconds, the unit of `Deadline` and of the worker's clocks: the package's one
+    /// conversion. It saturates at Int64's bounds (292 years) instead of trapping, so that a
+    /// deadline of "practically never" stays one.
+    package var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let whole = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let total = whole.partialValue.addingReportingOverflow(attoseconds / 1_000_000_000)
+        guard !whole.overflow, !total.overflow else { return seconds < 0 ? .min : .max }
+        return total.partialValue
+    }
 }

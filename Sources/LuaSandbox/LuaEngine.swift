@@ -418,7 +418,7 @@ private final class WorkerSlot: Sendable {
     }
 
     private func killAt(_ deadline: Deadline?) -> Int64? {
-        deadline.map { $0.nanoseconds.addingReportingOverflow(nanoseconds(configuration.killGrace)).partialValue }
+        deadline.map { $0.nanoseconds.addingReportingOverflow(configuration.killGrace.nanoseconds).partialValue }
     }
 
     /// Records the requests as pending and writes their frames, or answers them at once

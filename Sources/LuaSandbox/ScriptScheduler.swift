@@ -274,7 +274,7 @@ final class ScriptScheduler: @unchecked Sendable {
 
     /// Lock held: waits for a signal or until `duration` has passed.
     private func waitForWork(upTo duration: Duration) -> Int32 {
-        var until = Self.monotonicTime(after: nanoseconds(duration))
+        var until = Self.monotonicTime(after: duration.nanoseconds)
         return pthread_cond_timedwait(workArrived, mutex, &until)
     }
 
@@ -305,7 +305,7 @@ final class ScriptScheduler: @unchecked Sendable {
     /// waiting scripts in their place. Otherwise it sleeps, so a quiet worker has no timer
     /// running.
     private func demoteLongJobs() -> Never {
-        let (sliceNanoseconds, groupSliceNanoseconds) = (nanoseconds(slice), nanoseconds(groupSlice))
+        let (sliceNanoseconds, groupSliceNanoseconds) = (slice.nanoseconds, groupSlice.nanoseconds)
         pthread_mutex_lock(mutex)
         while true {
             if readyCount == 0 {

@@ -1,3 +1,4 @@
+import HotspotNetwork
 import Hummingbird
 
 /// `capport`: the RFC 8908 API at `/capport-api`, a click-through portal at `/portal` (its
@@ -38,33 +39,20 @@ struct CaptivePortalAPIPortal: PortalBehavior {
         let (loggedIn, remaining) = state.withClient(request.client) {
             ($0.isLoggedIn(at: request.now), $0.remaining(at: request.now))
         }
-        var fields = [
-            "\"captive\": \(!loggedIn)",
-            "\"user-portal-url\": \(jsonString(request.url("/portal")))",
-            "\"venue-info-url\": \(jsonString(request.url("/venue")))",
+        var members: [(name: String, value: JSONValue)] = [
+            ("captive", .boolean(!loggedIn)),
+            // The URLs carry the client's Host header, which may hold anything: the writer escapes it.
+            ("user-portal-url", .string(Array(request.url("/portal").utf8))),
+            ("venue-info-url", .string(Array(request.url("/venue").utf8))),
         ]
         if let remaining {
-            fields.append("\"seconds-remaining\": \(remaining.components.seconds)")
+            members.append(("seconds-remaining", .integer(remaining.components.seconds)))
         }
         if loggedIn {
-            fields.append("\"can-extend-session\": \(canExtendSession)")
+            members.append(("can-extend-session", .boolean(canExtendSession)))
         }
         return Response(
             status: .ok, headers: [.contentType: "application/captive+json", .cacheControl: "private"],
-            body: .init(byteBuffer: ByteBuffer(string: "{" + fields.joined(separator: ", ") + "}")))
-    }
-
-    /// `text` as a JSON string: the URLs carry the client's Host header, which may hold anything.
-    private func jsonString(_ text: String) -> String {
-        var quoted = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": quoted += "\\\""
-            case "\\": quoted += "\\\\"
-            case _ where scalar.value < 0x20: quoted += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
-            default: quoted.unicodeScalars.append(scalar)
-            }
-        }
-        return quoted + "\""
+            body: .init(byteBuffer: ByteBuffer(bytes: JSONValue(members: members).serialized(layout: .spaced))))
     }
 }

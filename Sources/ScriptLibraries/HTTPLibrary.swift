@@ -18,7 +18,7 @@ public enum HTTPLibrary {
             let context = HelperContext(try call.table(0))
             let request = try request(from: try call.table(1)) { HostError("cmd:http: " + $0) }
             let client = client(for: context)
-            let deadline = call.deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
+            let deadline = call.networkDeadline
             // The closure outlives this borrow of `call`, so it reads the flag through the state's copy.
             let interruption = call.interruptionCheck
             do throws(HTTPFailure) {
@@ -34,7 +34,7 @@ public enum HTTPLibrary {
             case .success(let parsed): set = parsed
             case .failure(let error): throw HostError("cmd:probe: \(error)")
             }
-            let deadline = call.deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
+            let deadline = call.networkDeadline
             let interruption = call.interruptionCheck
             var verdict = ConnectivityProbe.run(set, binding: context.binding, deadline: deadline,
                                                 findPortalURL: WISPrLibrary.portalURL(in:), isCancelled: interruption)
@@ -51,7 +51,7 @@ public enum HTTPLibrary {
         ("capport", { (call: borrowing HostCall) throws -> [LuaValue] in
             let context = HelperContext(try call.table(0))
             guard let uri = context.captivePortalAPI else { return [nil] }
-            let deadline = call.deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
+            let deadline = call.networkDeadline
             let interruption = call.interruptionCheck
             do throws(HTTPFailure) {
                 guard let status = try CaptivePortalAPI.fetch(

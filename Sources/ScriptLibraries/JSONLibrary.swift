@@ -21,34 +21,31 @@ public enum JSONLibrary {
     ])
 
     static func encoded(_ value: LuaValue) throws -> [UInt8] {
-        var output: [UInt8] = []
-        try encode(value, into: &output, depth: 0)
-        return output
+        var writer = JSONWriter()
+        try encode(value, into: &writer, depth: 0)
+        return writer.bytes
     }
 
-    private static func encode(_ value: LuaValue, into output: inout [UInt8], depth: Int) throws {
+    /// Writes as it walks, so the depth and size limits stop it before a large result is built.
+    private static func encode(_ value: LuaValue, into writer: inout JSONWriter, depth: Int) throws {
         guard depth <= maximumDepth else { throw HostError("json.encode: nested deeper than \(maximumDepth) levels") }
-        guard output.count <= maximumLength else { throw HostError("json.encode: the result is over \(maximumLength >> 20) MiB") }
+        guard writer.bytes.count <= maximumLength else { throw HostError("json.encode: the result is over \(maximumLength >> 20) MiB") }
         switch value {
-        case .nil: output += Array("null".utf8)
-        case .boolean(let flag): output += Array((flag ? "true" : "false").utf8)
-        case .integer(let integer): output += Array(String(integer).utf8)
+        case .nil: writer.writeNull()
+        case .boolean(let flag): writer.write(flag)
+        case .integer(let integer): writer.write(integer)
         case .number(let number):
             guard number.isFinite else { throw HostError("json.encode: \(number) has no JSON form") }
-            output += Array((number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)).utf8)
-        case .string(let bytes): appendString(bytes, to: &output)
+            writer.write(number)
+        case .string(let bytes): writer.writeString(bytes)
         case .table(let table):
             let sequence = table.array
             if sequence.count == table.entries.count, !sequence.isEmpty {
-                output.append(UInt8(ascii: "["))
-                for (index, element) in sequence.enumerated() {
-                    if index > 0 { output.append(UInt8(ascii: ",")) }
-                    try encode(element, into: &output, depth: depth + 1)
-                }
-                output.append(UInt8(ascii: "]"))
+                writer.beginArray()
+                for element in sequence { try encode(element, into: &writer, depth: depth + 1) }
+                writer.endArray()
                 return
             }
-            output.append(UInt8(ascii: "{"))
             var keys: [(text: [UInt8], value: LuaValue)] = []
             for (key, element) in table.entries {
                 switch key {
@@ -57,33 +54,15 @@ public enum JSONLibrary {
                 default: throw HostError("json.encode: a \(key.typeName) key has no JSON form")
                 }
             }
-            for (index, entry) in keys.sorted(by: { $0.text.lexicographicallyPrecedes($1.text) }).enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                appendString(entry.text, to: &output)
-                output.append(UInt8(ascii: ":"))
-                try encode(entry.value, into: &output, depth: depth + 1)
+            writer.beginObject()
+            for entry in keys.sorted(by: { $0.text.lexicographicallyPrecedes($1.text) }) {
+                writer.writeKey(entry.text)
+                try encode(entry.value, into: &writer, depth: depth + 1)
             }
-            output.append(UInt8(ascii: "}"))
+            writer.endObject()
         case .object(let object):
             throw HostError("json.encode: a \(object.className) object has no JSON form")
         }
-    }
-
-    private static func appendString(_ bytes: [UInt8], to output: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
-        output.append(UInt8(ascii: "\""))
-        for byte in bytes {
-            switch byte {
-            case UInt8(ascii: "\""): output += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): output += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case UInt8(ascii: "\n"): output += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case UInt8(ascii: "\r"): output += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case UInt8(ascii: "\t"): output += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0..<0x20: output += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 15)]]
-            default: output.append(byte)
-            }
-        }
-        output.append(UInt8(ascii: "\""))
     }
 
     /// The Lua value of a parsed document: objects and arrays become tables, null nil.

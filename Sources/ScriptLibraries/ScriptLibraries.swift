@@ -8,3 +8,14 @@ public enum ScriptLibraries {
         SocketLibrary.module,
     ]
 }
+
+extension HostCall {
+    /// The call's deadline on the network layer's clock. Two deadline types on purpose: the
+    /// engine's `Deadline` is CLOCK_MONOTONIC nanoseconds, which the supervisor, its workers and
+    /// the C hook share across processes, while HotspotNetwork, which also serves the runtime
+    /// outside scripts and knows nothing of the engine, takes `ContinuousClock.Instant`. The two
+    /// meet here, through the time left, once per library call.
+    var networkDeadline: ContinuousClock.Instant? {
+        deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
+    }
+}

@@ -94,7 +94,7 @@ public enum SocketLibrary {
     static func perform(_ call: borrowing HostCall, timeout: Duration,
                         _ operation: (ContinuousClock.Instant, () -> Bool) throws(HTTPFailure) -> LuaValue) -> [LuaValue] {
         let timeoutEnd = ContinuousClock.now.advanced(by: timeout)
-        let end = call.deadline.map { min(timeoutEnd, ContinuousClock.now.advanced(by: $0.remaining)) } ?? timeoutEnd
+        let end = call.networkDeadline.map { min(timeoutEnd, $0) } ?? timeoutEnd
         let isCancelled = call.interruptionCheck
         do throws(HTTPFailure) {
             return [try operation(end, isCancelled)]

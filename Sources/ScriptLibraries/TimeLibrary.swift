@@ -20,7 +20,7 @@ public enum TimeLibrary {
             // Short slices, so a cancelled command stops sleeping quickly.
             while !end.hasPassed, !call.isInterrupted {
                 let slice = min(end.remaining, .milliseconds(10))
-                var pause = timespec(tv_sec: 0, tv_nsec: Int(slice.components.attoseconds / 1_000_000_000))
+                var pause = timespec(tv_sec: 0, tv_nsec: Int(slice.nanoseconds))
                 nanosleep(&pause, nil)
             }
             return []

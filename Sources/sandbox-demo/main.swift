@@ -49,9 +49,9 @@ for (index, demo) in cases.enumerated() {
           \(demo.body)
         end }
         """))
-    let start = Deadline.now
+    let start = ContinuousClock.now
     let outcome = await engine.call(script, "run")
-    let milliseconds = (Deadline.now.nanoseconds - start.nanoseconds) / 1_000_000
+    let milliseconds = Int((ContinuousClock.now - start) / .milliseconds(1))
     let kind: LuaScriptError.Kind?
     let said: String
     switch outcome.result {

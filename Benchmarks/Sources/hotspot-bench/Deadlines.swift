@@ -31,7 +31,7 @@ func measureKillDeadline(runs: Int = 8) async throws -> Figure {
 /// Calls `entry`, which never returns by itself, `runs` times with the deadline and
 /// collects how long each call outlived it.
 private func overshoots(runs: Int, engine: LuaEngine, script: ScriptHandle, entry: String) async throws -> Samples {
-    let allowed = Double(deadline.components.seconds) * 1e9 + Double(deadline.components.attoseconds) / 1e9
+    let allowed = deadline / .nanoseconds(1)
     var overshoots: [Double] = []
     for _ in 0..<runs {
         // Waits out the reload of the script's state, or of a replacement worker, after

@@ -30,8 +30,8 @@ func measureProbeVerdict(rounds: Int = 30) throws -> [Figure] {
             throw BenchError("the check ended \(verdict.state.rawValue): \(verdict.details)")
         }
         if round > 0 {
-            verdicts.append(Double(elapsed.nanoseconds))
-            needed.append(Double(open[2].nanoseconds))
+            verdicts.append(elapsed / .nanoseconds(1))
+            needed.append(open[2] / .nanoseconds(1))
         }
     }
     let (verdict, slowest) = (Samples(verdicts), Samples(needed))
@@ -43,10 +43,6 @@ func measureProbeVerdict(rounds: Int = 30) throws -> [Figure] {
                goals: [.init(text: "≤ 1.2× the slowest needed probe", met: verdict.median <= 1.2 * slowest.median),
                        .init(text: "max < 5 s (the probe timeout)", met: verdict.maximum < 5e9)]),
     ]
-}
-
-extension Duration {
-    var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
 }
 
 /// An HTTP server on 127.0.0.1 that answers every request with 204 after a delay, one
