@@ -141,6 +141,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
             if response.confidence == .low, winner == nil { winner = helper }
             return true
         }
+        if Task.isCancelled { return stopped(ssid) }
         guard let winner else {
             transition(ssid, to: .authenticated, helper: nil)  // nobody claims it
             return .authenticated
@@ -156,6 +157,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
     }
 
     private func afterAuthentication(_ ssid: String, _ helper: Helper, _ response: HelperResponse) async -> HotspotState {
+        if Task.isCancelled { return stopped(ssid) }
         switch response.result {
         case .success:
             if let verdict = await verifiedConnectivity(of: ssid, after: helper), verdict.verdict == .captive {
@@ -201,6 +203,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
     }
 
     private func afterMaintain(_ ssid: String, _ helper: Helper, _ response: HelperResponse) async -> HotspotState {
+        if Task.isCancelled { return stopped(ssid) }
         switch response.result {
         case .success:
             transition(ssid, to: .authenticated, helper: helper.id)
@@ -212,6 +215,14 @@ public actor HotspotMachine<Transport: HelperTransport> {
             persist(ssid) { $0.chosenHelpers[ssid] = nil }
             return await evaluate(ssid)
         }
+    }
+
+    /// The task running the network's commands was cancelled (the daemon is stopping): the
+    /// answer of a cancelled command says nothing of the network, so nothing is remembered or
+    /// scheduled from it, and the network stays in the state it was in.
+    private func stopped(_ ssid: String) -> HotspotState {
+        log(ssid, .info, "stopped while \(state(of: ssid).rawValue); nothing is remembered from the command cut short")
+        return state(of: ssid)
     }
 
     // MARK: what the user and the timers ask for

@@ -82,6 +82,7 @@ public actor HotspotDaemon {
                 }
             }
         }
+        guard !Task.isCancelled else { return }  // stopped during the first joins
         watchLinks(initially: up)
         if let connectivity { networks.forEach { watchConnectivity(of: $0, settings: connectivity) } }
     }

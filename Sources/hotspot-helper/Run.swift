@@ -132,7 +132,9 @@ struct Run: AsyncParsableCommand {
 
         let sourceList = networks.map { "\($0.ssid) on \($0.interface ?? "?")" }.joined(separator: ", ")
         output.write(.log(.info, "running \(helpers.count) helper\(helpers.count == 1 ? "" : "s") for \(sourceList); control socket \(control.path)"))
-        await daemon.start()
+        // The first joins run beside the signals, so a stop or a reload need not wait for them
+        // (they can take a whole command deadline); a stop cancels them.
+        let starting = Task { await daemon.start() }
         for await signal in signals.received {
             if signal == SIGHUP {
                 await daemon.reload(reason: "SIGHUP")
@@ -141,6 +143,8 @@ struct Run: AsyncParsableCommand {
             output.write(.log(.info, "stopping on \(signal == SIGTERM ? "SIGTERM" : "SIGINT")"))
             break
         }
+        starting.cancel()
+        await starting.value
         await daemon.stop()
     }
 

@@ -169,6 +169,34 @@ struct DaemonTests {
         #expect(gone.errors.contains("no hotspot-helper daemon answers on"))
     }
 
+    /// A stop or a reload during the first join (an authenticate that would take a minute)
+    /// is acted on at once: the command is cancelled, nothing is remembered from it, and the
+    /// daemon exits well within the unit's TimeoutStopSec.
+    @Test func signalsDuringTheFirstJoinAreActedOnAtOnce() async throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["slow.lua": """
+            return {
+              name = "Slow",
+              hosts = { "portal.example" },
+              evaluate = function(cmd) return "high" end,
+              authenticate = function(cmd) sleep(60) return "success" end,
+            }
+            """])
+        let state = try CLI.temporaryDirectory()
+        let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Slow-Venue",
+                                     "--state-dir", state, "--deadline", "120", "--probe-interval", "0"])
+        try await daemon.waitForEvent(Self.isState("authenticating", "Slow-Venue"))
+        daemon.signal(SIGHUP)
+        try await daemon.waitForEvent { $0["event"] as? String == "reload" && $0["reason"] as? String == "SIGHUP" }
+        let stopping = ContinuousClock.now
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+        let took = ContinuousClock.now - stopping
+        #expect(took < .seconds(5), "a stop took \(took)")  // the goal is 2 s; the margin is for a loaded machine
+        #expect(!daemon.events.contains(where: Self.isState("failure", "Slow-Venue")))
+        let saved = (try? String(contentsOfFile: state + "/state.json", encoding: .utf8)) ?? ""
+        #expect(!saved.contains("Slow-Venue"), "nothing is remembered from the cancelled authenticate: \(saved)")
+    }
+
     /// Another user reaching the socket (here made reachable on purpose) gets the daemon's
     /// refusal, not "Broken pipe" from a request the daemon did not wait for.
     @Test(.enabled(if: getuid() == 0, "needs root to run the client as another user"))

@@ -258,6 +258,22 @@ import Testing
         #expect(await harness.machine.nextDue == nil)
     }
 
+    @Test func aJoinCancelledMidCommandRemembersNothingFromIt() async {
+        let harness = Harness("venue")
+        harness.transport.answer("venue", .evaluate, .claims(.high))
+        // What a cancelled command answers: a failure, which would disable auto-join.
+        harness.transport.answer("venue", .authenticate, .failure("cancelled"))
+        harness.transport.hold("venue", .authenticate)
+        let joining = Task { await harness.machine.join(cafe) }
+        await harness.events.waitForState("Cafe", .authenticating)
+        joining.cancel()
+        harness.transport.release("venue", .authenticate)
+        #expect(await joining.value == .authenticating)
+        #expect(harness.persistence.snapshot.autoJoinDisabled.isEmpty)
+        #expect(await harness.machine.nextDue == nil)
+        #expect(harness.events.logs.last?.message == "stopped while authenticating; nothing is remembered from the command cut short")
+    }
+
     @Test func commandsCarryTheirDeadlines() async {
         let harness = Self.accepting()
         _ = await harness.machine.join(cafe)
