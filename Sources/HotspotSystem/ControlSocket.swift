@@ -50,19 +50,32 @@ public struct ControlSocketError: Error, CustomStringConvertible {
 
 /// The daemon's control socket: a Unix stream socket in the state directory that only its
 /// owner (and root) may use. One JSON request line in, one JSON reply line out.
+///
+/// One thread serves every connection, polling them: a request has `Limits.requestDeadline`
+/// to arrive whole (not per read, so a client sending a byte at a time cannot hold it), at
+/// most `Limits.maximumConnections` are open at once (the rest are refused at once), and the
+/// handler runs as a task, so no client holds a thread or more than its share of descriptors.
 public final class ControlServer: Sendable {
     public static let fileName = "control.sock"
     /// Requests larger than this are refused rather than buffered.
     static let maximumRequestSize = 64 * 1024
 
+    public struct Limits: Sendable {
+        /// How long a request may take to arrive, from its connection.
+        public var requestDeadline: Duration = .seconds(5)
+        /// Connections open at once, waiting for their request or its reply.
+        public var maximumConnections = 16
+
+        public init() {}
+    }
+
     public let path: String
-    private let listener: Int32
-    private let wakeUp: WakeUpPipe
-    private let stopped = Atomic<Bool>(false)
+    private let loop: ConnectionLoop
 
     /// Listens at `path` (mode 0600). A socket file left by a daemon that died is replaced;
     /// one that still answers means another daemon uses this state directory.
-    public init(path: String, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws(ControlSocketError) {
+    public init(path: String, limits: Limits = Limits(),
+                handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws(ControlSocketError) {
         var address = try Self.address(path)
         if FileManager.default.fileExists(atPath: path) {
             if (try? Self.connect(path)).map({ close($0) }) != nil {
@@ -70,7 +83,7 @@ public final class ControlServer: Sendable {
             }
             unlink(path)
         }
-        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard listener >= 0 else { throw ControlSocketError("cannot create the control socket: \(Self.lastError)") }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
@@ -81,77 +94,28 @@ public final class ControlServer: Sendable {
             throw ControlSocketError("cannot listen on \(path): \(reason)")
         }
         self.path = path
-        self.listener = listener
-        self.wakeUp = WakeUpPipe()
-        let wakeUp = self.wakeUp
-        // Queues of their own, so blocking accepts and reads never hold Swift concurrency's threads.
-        DispatchQueue(label: "control-socket").async {
-            Self.acceptConnections(listener: listener, wakeUp: wakeUp, handler: handler)
-            close(listener)
-            wakeUp.close()
-        }
+        let loop = ConnectionLoop(listener: listener, limits: limits, handler: handler)
+        self.loop = loop
+        // A thread of its own, so the poll never holds one of Swift concurrency's threads.
+        DispatchQueue(label: "control-socket").async { loop.run() }
     }
 
     /// Stops accepting requests and removes the socket file.
     public func stop() {
-        guard !stopped.exchange(true, ordering: .relaxed) else { return }
+        guard loop.stop() else { return }
         unlink(path)
-        wakeUp.wake()
     }
 
     deinit { stop() }
 
-    private static func acceptConnections(listener: Int32, wakeUp: WakeUpPipe,
-                                          handler: @escaping @Sendable (ControlRequest) async -> ControlReply) {
-        while true {
-            var descriptors = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0),
-                               pollfd(fd: wakeUp.readEnd, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&descriptors, 2, -1)
-            if ready < 0, errno == EINTR { continue }
-            if ready < 0 || descriptors[1].revents != 0 { return }
-            let connection = accept(listener, nil, nil)
-            guard connection >= 0 else { continue }
-            _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
-            DispatchQueue(label: "control-request").async { serve(connection, handler: handler) }
-        }
-    }
-
-    /// Reads one request, answers it, and closes the connection (on this thread).
-    private static func serve(_ connection: Int32, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) {
-        defer { close(connection) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let reply: ControlReply
-        if !peerIsOwner(connection) {
-            reply = ControlReply(ok: false, message: "only the daemon's owner may control it")
-        } else if let line = readLine(connection, limit: maximumRequestSize) {
-            if let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line)) {
-                reply = waitFor { await handler(request) }
-            } else {
-                reply = ControlReply(ok: false, message: "the request is not a control request in JSON")
-            }
-        } else {
-            reply = ControlReply(ok: false, message: "no request line within 5 seconds and \(maximumRequestSize) bytes")
-        }
-        guard var bytes = try? JSONEncoder().encode(reply) else { return }
+    /// A reply as it goes on the wire: one JSON line.
+    static func encoded(_ reply: ControlReply) -> [UInt8] {
+        guard var bytes = try? JSONEncoder().encode(reply) else { return [] }
         bytes.append(UInt8(ascii: "\n"))
-        _ = writeAll(connection, Array(bytes))
+        return Array(bytes)
     }
 
-    /// The handler runs as a task; this thread is the daemon's own, so waiting on it is fine.
-    private static func waitFor(_ work: @escaping @Sendable () async -> ControlReply) -> ControlReply {
-        let result = Mutex<ControlReply?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            let reply = await work()
-            result.withLock { $0 = reply }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0! }
-    }
-
-    private static func peerIsOwner(_ connection: Int32) -> Bool {
+    static func peerIsOwner(_ connection: Int32) -> Bool {
         // struct ucred (pid, uid, gid); Glibc's module leaves it out with the other GNU extensions.
         var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
         var length = socklen_t(MemoryLayout.size(ofValue: credentials))

@@ -26,6 +26,14 @@ final class WakeUpPipe: Sendable {
         }
     }
 
+    /// Empties the pipe, for a waiting thread that is woken more than once (the wake-ups
+    /// since it last looked count as one).
+    func drain() {
+        _ = fcntl(readEnd, F_SETFL, fcntl(readEnd, F_GETFL) | O_NONBLOCK)
+        var bytes = [UInt8](repeating: 0, count: 64)
+        while read(readEnd, &bytes, bytes.count) > 0 {}
+    }
+
     /// Called by the waiting thread once it is done.
     func close() {
         writeEnd.withLock { end in

@@ -16,7 +16,8 @@ struct ControlSocketTests {
         let mode = try #require(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
         #expect(mode == 0o600)
         let request = ControlRequest(command: .ui, network: "Cafe", answers: ["email": "a@example.org"])
-        let reply = try await Task.detached { try ControlClient.send(request, to: path) }.value
+        // Clients block: on threads of their own, never one of those the handler's task needs.
+        let reply = try await onOwnThread { try ControlClient.send(request, to: path) }
         #expect(reply == ControlReply(ok: true, message: "did ui", state: .authenticated))
         #expect(seen.withLock { $0 } == [request])
 
@@ -40,14 +41,85 @@ struct ControlSocketTests {
         let server = try ControlServer(path: path) { _ in ControlReply(ok: true, message: "fine") }
         defer { server.stop() }
 
-        let answer = try await Task.detached { () throws -> String in
+        let answer = try await onOwnThread { () throws -> String in
             let descriptor = try ControlServer.connect(path)
             defer { close(descriptor) }
             _ = ControlServer.writeAll(descriptor, Array("not json\n".utf8))
             return String(decoding: ControlServer.readLine(descriptor, limit: 4096) ?? [], as: UTF8.self)
-        }.value
+        }
         #expect(answer.contains("not a control request in JSON"))
         #expect(answer.contains("\"ok\":false"))
+    }
+
+    /// What the daemon answers a raw client (for the tests of misbehaving clients).
+    static func answer(on descriptor: Int32) -> String {
+        String(decoding: ControlServer.readLine(descriptor, limit: 4096) ?? [], as: UTF8.self)
+    }
+
+    static func threads() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
+    }
+
+    /// A client sending a byte now and then is cut off at the request's deadline, counted
+    /// from its connection, not from its last byte (each byte used to restart a 5 s wait).
+    @Test func aTricklingClientIsCutOffAtTheWholeRequestsDeadline() async throws {
+        let path = try scratchDirectory("state") + "/" + ControlServer.fileName
+        var limits = ControlServer.Limits()
+        limits.requestDeadline = .milliseconds(600)
+        let server = try ControlServer(path: path, limits: limits) { _ in ControlReply(ok: true, message: "fine") }
+        defer { server.stop() }
+        let (answer, took) = try await onOwnThread { () throws -> (String, Duration) in
+            let descriptor = try ControlServer.connect(path)
+            defer { close(descriptor) }
+            let start = ContinuousClock.now
+            for byte in Array(#"{"command":"#.utf8) {
+                // Real time is what is tested: a byte every 100 ms, for longer than the deadline.
+                guard ControlServer.writeAll(descriptor, [byte]) else { break }
+                usleep(100_000)
+            }
+            return (Self.answer(on: descriptor), ContinuousClock.now - start)
+        }
+        #expect(answer.contains("no complete request line within 0.6 seconds"), "\(answer)")
+        #expect(took < .seconds(2), "cut off after \(took)")
+    }
+
+    /// Connections past the limit are refused at once, without a thread each, and the socket
+    /// serves again once they are gone.
+    @Test func connectionsPastTheLimitAreRefusedAtOnceWithoutAThreadEach() async throws {
+        let path = try scratchDirectory("state") + "/" + ControlServer.fileName
+        var limits = ControlServer.Limits()
+        limits.maximumConnections = 40
+        let server = try ControlServer(path: path, limits: limits) { _ in ControlReply(ok: true, message: "fine") }
+        defer { server.stop() }
+        let before = Self.threads()
+        let idle = try (0..<40).map { _ in try ControlServer.connect(path) }
+        let refused = try ControlServer.connect(path)
+        let answer = try await onOwnThread { Self.answer(on: refused) }
+        close(refused)
+        #expect(answer.contains("the daemon is serving 40 control connections already"), "\(answer)")
+        // 40 silent clients hold no thread of the daemon's (they held one each).
+        #expect(Self.threads() < before + 10, "\(Self.threads() - before) more threads")
+        idle.forEach { close($0) }
+        try await eventually("the idle connections to be gone") {
+            let reply = try? await onOwnThread {
+                try ControlClient.send(ControlRequest(command: .logoff, network: "Cafe"), to: path, timeout: .seconds(5))
+            }
+            return reply?.ok == true
+        }
+    }
+
+    @Test func aRequestCutShortSaysSoRatherThanNotJSON() async throws {
+        let path = try scratchDirectory("state") + "/" + ControlServer.fileName
+        let server = try ControlServer(path: path) { _ in ControlReply(ok: true, message: "fine") }
+        defer { server.stop() }
+        let answer = try await onOwnThread { () throws -> String in
+            let descriptor = try ControlServer.connect(path)
+            defer { close(descriptor) }
+            _ = ControlServer.writeAll(descriptor, Array(#"{"command":"logoff""#.utf8))
+            shutdown(descriptor, Int32(SHUT_WR))
+            return Self.answer(on: descriptor)
+        }
+        #expect(answer.contains("the request ended without its newline"), "\(answer)")
     }
 
     @Test func aPathTooLongForASocketIsAClearError() {
