@@ -169,6 +169,57 @@ struct DaemonTests {
         #expect(gone.errors.contains("no hotspot-helper daemon answers on"))
     }
 
+    /// `connect` logging in over the network, again and again, exits as it should every time
+    /// (it crashed at exit now and then, with SIGSEGV, while a worker's reader was ending).
+    @Test func connectExitsCleanlyEveryTime() async throws {
+        let venue = try await Self.aromaVenue()
+        defer { Task { await venue.portal.stop() } }
+        let arguments = ["connect", "--scripts", venue.scripts, "--ssid", venue.ssid,
+                         "--resolver", "127.0.0.1:\(venue.portal.dns!.port)",
+                         "--probe-url", "http://connectivitycheck.test.example:\(venue.portal.port)/generate_204"]
+        var statuses: [Int32: Int] = [:]
+        for _ in 1...150 {
+            statuses[try await CLI.run(arguments).status, default: 0] += 1
+        }
+        #expect(statuses == [0: 150])
+    }
+
+    /// Silent clients of the control socket hold no thread of the daemon's (each held one, and
+    /// 400 took the daemon from 8 to 260 threads), and the daemon still answers.
+    @Test func silentControlClientsHoldNoThreads() async throws {
+        let venue = try await Self.aromaVenue()
+        defer { Task { await venue.portal.stop() } }
+        let daemon = try RunningCLI(venue.arguments())
+        try await daemon.waitForEvent(Self.isState("authenticated"))
+        let pid = daemon.process.processIdentifier
+        func threads() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? 0 }
+        let before = threads()
+        let socket = venue.state + "/control.sock"
+        let silent = try (0..<15).map { _ in try Self.connectedSocket(socket) }
+        defer { silent.forEach { close($0) } }
+        try await Task.sleep(for: .milliseconds(300))  // real time: long enough for a thread per client to show
+        #expect(threads() < before + 5, "\(threads() - before) more threads with 15 silent clients")
+        let disable = try await venue.control(["disable", "--helper", "aroma"])  // the 16th connection
+        #expect(disable.status == 0, "\(disable.errors)")
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
+    static func connectedSocket(_ path: String) throws -> Int32 {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: Array(path.utf8))
+            raw[path.utf8.count] = 0
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { throw CocoaError(.fileReadUnknown) }
+        return descriptor
+    }
+
     /// A stop or a reload during the first join (an authenticate that would take a minute)
     /// is acted on at once: the command is cancelled, nothing is remembered from it, and the
     /// daemon exits well within the unit's TimeoutStopSec.
