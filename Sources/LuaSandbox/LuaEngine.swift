@@ -199,14 +199,15 @@ public final class LuaEngine: Sendable {
             do {
                 slots.append(try WorkerSlot(index: index, configuration: configuration))
             } catch {
-                slots.forEach { $0.stop() }
+                slots.forEach { $0.stop(waitingForTheReader: true) }
                 throw error
             }
         }
         self.slots = slots
     }
 
-    deinit { shutdown() }
+    // Not waiting here: the last reference may go on a reader's own thread.
+    deinit { slots.forEach { $0.stop(waitingForTheReader: false) } }
 
     /// Loads a script into the least busy worker and runs its main chunk.
     public func load(_ source: ScriptSource) async throws(LuaScriptError) -> ScriptHandle {
@@ -317,8 +318,11 @@ public final class LuaEngine: Sendable {
     }
 
     /// Stops every worker; calls in flight fail with `workerLost`.
+    /// Ends the workers and waits until nothing of the engine runs on another thread, so a
+    /// process can exit right after it (a reader still ending, with the engine's last
+    /// reference, crashed `connect` at exit now and then).
     public func shutdown() {
-        slots.forEach { $0.stop() }
+        slots.forEach { $0.stop(waitingForTheReader: true) }
     }
 
     /// The worker processes' ids, in slot order (for monitoring and tests).
@@ -459,7 +463,7 @@ private final class WorkerSlot: Sendable {
         }
     }
 
-    func stop() {
+    func stop(waitingForTheReader: Bool) {
         let (process, pending) = state.withLock { state in
             state.stopped = true
             defer { state.pending = [:] }
@@ -470,6 +474,8 @@ private final class WorkerSlot: Sendable {
         for request in pending.values {
             request.answerNow(RawOutcome(workerLost: "the engine has shut down"))
         }
+        // The reader sees the killed worker's end, reaps it and returns; nothing replaces it.
+        if waitingForTheReader { readerQueue.sync {} }
     }
 
     // MARK: reading answers, and replacing a worker that ends
