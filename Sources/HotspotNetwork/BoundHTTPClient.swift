@@ -199,6 +199,10 @@ public struct BoundHTTPClient: Sendable {
             return HTTPFailure(.connect, "\(host): \(why)")
         case CURLE_FILESIZE_EXCEEDED:
             return HTTPFailure(.tooLarge, "the body is larger than \(state.maxBody) bytes")
+        case CURLE_OUT_OF_MEMORY:
+            // libcurl buffers a header line whole and refuses one over 100 KiB this way; the
+            // lines it hands on count against `headerLimit` above.
+            return HTTPFailure(.tooLarge, "a header line is longer than 100 KiB")
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
              CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
              CURLE_SSL_INVALIDCERTSTATUS, CURLE_USE_SSL_FAILED, CURLE_SSL_ENGINE_INITFAILED,

@@ -153,6 +153,25 @@ struct BoundHTTPClientTests {
         #expect(big?.kind == .tooLarge)
     }
 
+    /// A header line that never ends is too large, as the docs say, not "Out of memory".
+    @Test func anEndlessHeaderLineIsTooLarge() async throws {
+        let (listener, port) = loopbackSocket(SOCK_STREAM)
+        defer { close(listener) }
+        listen(listener, 1)
+        Thread {
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { return }
+            defer { close(connection) }
+            var request = [UInt8](repeating: 0, count: 4096)
+            _ = read(connection, &request, request.count)
+            let line = "HTTP/1.1 200 OK\r\nX-Endless: " + String(repeating: "a", count: 300 << 10)
+            _ = line.withCString { send(connection, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        }.start()
+        let endless = failure { () throws(HTTPFailure) in try client().perform(HTTPRequest(url: "http://127.0.0.1:\(port)/")) }
+        #expect(endless?.kind == .tooLarge, "\(String(describing: endless))")
+        #expect(endless?.description.contains("a header line is longer than 100 KiB") == true)
+    }
+
     @Test func aSlowDripIsCutAtTheDeadline() async throws {
         let server = try await TestHTTPServer.start()
         defer { server.stop() }
