@@ -83,9 +83,13 @@ struct Networks: AsyncParsableCommand {
         } catch {
             throw fail("\(error)")
         }
-        guard case .array(let entries)? = try? JSONValue.parse(bytes, maximumDepth: 16) else {
-            throw fail("not a JSON array of networks")
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(bytes, maximumDepth: 16)
+        } catch {
+            throw fail("not JSON: \(error)")
         }
+        guard case .array(let entries) = document else { throw fail("not a JSON array of networks") }
         return try entries.enumerated().map { index, entry in
             guard case .string(let ssid)? = entry["ssid"], !ssid.isEmpty else {
                 throw fail("network \(index + 1) has no \"ssid\" string")

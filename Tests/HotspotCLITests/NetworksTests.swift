@@ -39,6 +39,9 @@ struct NetworksTests {
         let noSSID = try await CLI.run(["networks", "--scripts", Self.scripts, "--scan-list", try scanList(#"[{"ssid": "a"}, {"bssid": "b"}]"#)])
         #expect(noSSID.status == 2)
         #expect(noSSID.errors.contains("network 2 has no \"ssid\" string"))
+        let nul = try await CLI.run(["networks", "--scripts", Self.scripts, "--scan-list", try scanList("[{\"ssid\": \"a\u{0}b\"}]")])
+        #expect(nul.status == 2)
+        #expect(nul.errors.contains("control character in a string at byte 14"), "\(nul.errors)")
         let huge = try await CLI.run(["networks", "--scripts", Self.scripts, "--scan-list",
                                       try scanList("[" + String(repeating: " ", count: 4 << 20) + "]")])
         #expect(huge.status == 2)
