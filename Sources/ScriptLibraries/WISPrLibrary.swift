@@ -2,7 +2,7 @@
 import Glibc
 #endif
 public import LuaSandbox
-import HotspotNetwork
+public import HotspotNetwork
 
 /// `wispr.parse(page)` and `wispr.login_form(message, username, password [, originating_server])`:
 /// the WISPr smart-client messages gateways put in their pages.
@@ -43,7 +43,7 @@ public enum WISPrLibrary {
 
     /// For connectivity probes: the LoginURL of a WISPr Redirect in a page a portal put
     /// in a probe's way, which names the portal better than a `Location`.
-    @Sendable static func portalURL(in response: HTTPResponse) -> (url: String, source: PortalURLSource)? {
+    @Sendable public static func portalURL(in response: HTTPResponse) -> (url: String, source: PortalURLSource)? {
         guard response.body.count <= maximumPageSize, let loginURL = message(in: response.body)?.message["login_url"].bytesValue
         else { return nil }
         return (String(decoding: loginURL, as: UTF8.self), .wispr)

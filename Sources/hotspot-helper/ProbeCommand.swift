@@ -2,6 +2,7 @@ import ArgumentParser
 import HotspotCommandLine
 import FoundationEssentials
 import HotspotNetwork
+import ScriptLibraries
 
 struct ProbeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -63,11 +64,13 @@ struct ProbeCommand: AsyncParsableCommand {
         let set = ProbeSet(probes.map(\.probe), threshold: threshold / 100, timeout: timeout.duration)
         let binding = NetworkBinding(interface: network.interface, resolvers: network.resolvers)
         if watch {
-            let monitor = ConnectivityMonitor(binding: binding, settings: .init(probes: set, interval: interval.duration))
+            let monitor = ConnectivityMonitor(binding: binding, settings: .init(probes: set, interval: interval.duration),
+                                              findPortalURL: WISPrLibrary.portalURL(in:))
             for await verdict in monitor.changes() { try show(verdict) }
             return
         }
-        let verdict = await ConnectivityProbe.verdict(of: set, binding: binding)
+        // The portal's URL from a WISPr message where a page has one, as `cmd:probe()` finds it.
+        let verdict = await ConnectivityProbe.verdict(of: set, binding: binding, findPortalURL: WISPrLibrary.portalURL(in:))
         try show(verdict)
         if verdict.state != .connected { throw ExitCode(1) }
     }

@@ -59,6 +59,15 @@ struct ProbeTests {
         #expect(open.events.first?["state"] as? String == "connected")
     }
 
+    /// On a WISPr gateway's page the portal is its LoginURL, as `cmd:probe()` says, not the
+    /// redirect's Location.
+    @Test func aWISPrPageNamesThePortalByItsLoginURL() async throws {
+        let simulator = try await onOwnThread { try SimulatorProcess(scenario: "wispr") }
+        let captive = try await CLI.run(["probe", "--url", simulator.url + "generate_204", "--json"])
+        #expect(captive.status == 1)
+        #expect(captive.events.first?["portal_url_source"] as? String == "wispr", "\(captive.output)")
+    }
+
     @Test func watchPrintsEveryChange() async throws {
         let simulator = try await onOwnThread { try SimulatorProcess(scenario: "click-through") }
         let (process, output, _) = try CLI.start(["probe", "--url", simulator.url + "generate_204", "--watch", "--interval", "0.2", "--json"])
