@@ -184,4 +184,8 @@ public enum ConnectivityState: String, Sendable, Codable {
 /// What kind of link an interface is, as a `connected_without_internet` verdict names it.
 public enum InterfaceKind: String, Sendable, Codable {
     case wifi, ethernet, cellular
+    /// The machine's own loopback (`lo`).
+    case loopback
+    /// A link with no device under it: a veth pair, a bridge, a tunnel.
+    case virtual
 }

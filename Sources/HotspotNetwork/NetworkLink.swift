@@ -18,27 +18,32 @@ public struct NetworkLink: Sendable {
 
     public static let system = NetworkLink()
 
-    /// IFF_UP of <net/if.h>.
+    /// IFF_UP and IFF_LOOPBACK of <net/if.h>.
     static let interfaceUpFlag = 0x1
+    static let loopbackFlag = 0x8
 
-    /// `wireless` directory or `DEVTYPE=wlan` means Wi-Fi, `DEVTYPE=wwan` cellular; anything
-    /// else (wired, virtual, loopback) counts as ethernet.
+    /// The loopback flag means loopback; a `wireless` directory or `DEVTYPE=wlan` Wi-Fi,
+    /// `DEVTYPE=wwan` cellular; no `device` under the link (veth, bridge, tunnel) virtual;
+    /// any other link, with a device, ethernet.
     public func kind(of interface: String) -> InterfaceKind {
         let directory = classDirectory + "/" + interface
+        if let flags = flags(of: interface), flags & Self.loopbackFlag != 0 { return .loopback }
         let deviceType = Self.contents(of: directory + "/uevent")?.split(separator: "\n")
             .first { $0.hasPrefix("DEVTYPE=") }?.dropFirst("DEVTYPE=".count)
         if deviceType == "wlan" || access(directory + "/wireless", F_OK) == 0 { return .wifi }
         if deviceType == "wwan" { return .cellular }
-        return .ethernet
+        return access(directory + "/device", F_OK) == 0 ? .ethernet : .virtual
+    }
+
+    private func flags(of interface: String) -> Int? {
+        Self.contents(of: classDirectory + "/" + interface + "/flags").flatMap { Int($0.trimmingWhitespace().dropFirst(2), radix: 16) }
     }
 
     /// Administratively up (IFF_UP) with a carrier. The kernel refuses to read `carrier`
     /// of an interface that is down.
     public func isUp(_ interface: String) -> Bool {
-        let directory = classDirectory + "/" + interface
-        guard let flags = Self.contents(of: directory + "/flags").flatMap({ Int($0.trimmingWhitespace().dropFirst(2), radix: 16) }),
-              flags & Self.interfaceUpFlag != 0 else { return false }
-        return Self.contents(of: directory + "/carrier")?.trimmingWhitespace() == "1"
+        guard let flags = flags(of: interface), flags & Self.interfaceUpFlag != 0 else { return false }
+        return Self.contents(of: classDirectory + "/" + interface + "/carrier")?.trimmingWhitespace() == "1"
     }
 
     /// The interface of the IPv4 default route, if there is one.

@@ -100,7 +100,7 @@ struct ProbeTests {
         let run = try await CLI.run(["probe", "--interface", "lo", "--url", "http://127.0.0.1:1/generate_204", "--json"])
         #expect(run.status == 1)
         #expect(run.events.first?["state"] as? String == "connected_without_internet")
-        #expect(run.events.first?["interface_kind"] as? String == "ethernet")
+        #expect(run.events.first?["interface_kind"] as? String == "loopback")
         let details = run.events.first?["details"] as? [String] ?? []
         #expect(details.first?.contains("connect: 127.0.0.1: Connection refused") == true)
     }

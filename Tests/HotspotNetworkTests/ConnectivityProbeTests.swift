@@ -21,6 +21,10 @@ struct ConnectivityProbeTests {
         try write("eth9/flags", "0x1003\n")
         try write("eth9/carrier", "1\n")
         try write("eth9/uevent", "INTERFACE=eth9\n")
+        try write("eth9/device/uevent", "DRIVER=virtio_net\n")
+        try write("veth9/flags", "0x1003\n")
+        try write("veth9/carrier", "1\n")
+        try write("veth9/uevent", "INTERFACE=veth9\n")
         try write("route", "Iface\tDestination\tGateway\tFlags\neth9\t00000000\t010200C0\t0003\neth9\t000200C0\t00000000\t0001\n")
         return NetworkLink(classDirectory: root, routeTable: root + "/route")
     }
@@ -122,8 +126,12 @@ struct ConnectivityProbeTests {
         let noRoute = try await check([refused], link: NetworkLink(classDirectory: link.classDirectory, routeTable: "/nonexistent"))
         #expect(noRoute.state == .notConnected)
         #expect(noRoute.interfaceKind == nil)
-        // The real loopback is up with a carrier.
-        #expect(try await check([refused], interface: "lo").state == .connectedWithoutInternet)
+        // A link with no device under it is virtual, not ethernet.
+        #expect(try await check([refused], interface: "veth9", link: link).interfaceKind == .virtual)
+        // The real loopback is up with a carrier, and is loopback.
+        let loopback = try await check([refused], interface: "lo")
+        #expect(loopback.state == .connectedWithoutInternet)
+        #expect(loopback.interfaceKind == .loopback)
     }
 
     @Test func aProbeThatNeverAnswersDoesNotDelayACertainVerdict() async throws {

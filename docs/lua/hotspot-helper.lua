@@ -66,7 +66,7 @@ function Response:deliver() end
 ---@field state "connected"|"captive"|"partial"|"connected_without_internet"|"not_connected"|"determining"
 ---@field portal_url? string where to log in, when captive
 ---@field portal_url_source? "location"|"wispr"|"capport"
----@field interface_kind? "wifi"|"ethernet"|"cellular"
+---@field interface_kind? "wifi"|"ethernet"|"cellular"|"loopback"|"virtual"
 ---@field details string[] one line per probe that answered
 
 ---What a handler receives.
