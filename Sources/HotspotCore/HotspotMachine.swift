@@ -317,6 +317,16 @@ public actor HotspotMachine<Transport: HelperTransport> {
         }
     }
 
+    /// The person asks for `network` again (after a helper's failure disabled its auto-join,
+    /// say): auto-join is enabled again and the network joined now, as the person's join.
+    @discardableResult
+    public func rejoin(_ network: NetworkDescription) async -> HotspotState {
+        persist(network.ssid) { $0.autoJoinDisabled.remove(network.ssid) }
+        var asked = network
+        asked.didAutoJoin = false
+        return await join(asked)
+    }
+
     /// Switches a helper on or off, everywhere or for one SSID.
     public func setHelper(_ id: String, enabled: Bool, ssid: String? = nil) throws {
         try persistence.update { state in

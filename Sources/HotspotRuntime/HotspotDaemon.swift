@@ -107,12 +107,16 @@ public actor HotspotDaemon {
 
     public func handle(_ request: ControlRequest) async -> ControlReply {
         switch request.command {
-        case .ui, .logoff:
-            guard let ssid = request.network, networks.contains(where: { $0.ssid == ssid }) else {
+        case .ui, .logoff, .join:
+            guard let network = networks.first(where: { $0.ssid == request.network }) else {
                 let known = networks.map(\.ssid).joined(separator: ", ")
                 return ControlReply(ok: false, message: "no network \"\(request.network ?? "")\" here; this daemon runs \(known)")
             }
-            return request.command == .ui ? await presentUI(ssid, answers: request.answers ?? [:]) : await logoff(ssid)
+            switch request.command {
+            case .ui: return await presentUI(network.ssid, answers: request.answers ?? [:])
+            case .logoff: return await logoff(network.ssid)
+            default: return await rejoin(network)
+            }
         case .disable, .enable:
             return await setHelper(request)
         }
@@ -138,6 +142,18 @@ public actor HotspotDaemon {
         return ControlReply(ok: after == .inactive,
                             message: "\(ssid) is logged off; it is joined again when its link goes down and up, or when the daemon restarts",
                             state: after)
+    }
+
+    private func rejoin(_ network: NetworkDescription) async -> ControlReply {
+        guard Self.linkIsUp(network.interface) else {
+            return ControlReply(ok: false, message: "\(network.interface ?? "?") is down; \(network.ssid) is joined when it comes up")
+        }
+        emit(.log(.info, "joining \(network.ssid) again, as asked", network: network.ssid))
+        let after = await runtime.rejoin(network)
+        let ok = after == .authenticated || after == .presentingUI
+        return ControlReply(ok: ok, message: after == .authenticated ? "\(network.ssid) is authenticated"
+                                : after == .presentingUI ? "\(network.ssid) waits for a person: answer with `hotspot-helper ui \(network.ssid)`"
+                                : "\(network.ssid) is \(after.rawValue); the daemon's log says why", state: after)
     }
 
     private func setHelper(_ request: ControlRequest) async -> ControlReply {

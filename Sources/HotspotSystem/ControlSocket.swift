@@ -9,7 +9,7 @@ public import HotspotCore
 /// What a person asks a running daemon (`hotspot-helper ui|logoff|disable|enable`).
 public struct ControlRequest: Codable, Sendable, Equatable {
     public enum Command: String, Codable, Sendable {
-        case ui, logoff, disable, enable
+        case ui, logoff, disable, enable, join
     }
 
     public var command: Command

@@ -70,6 +70,28 @@ struct Logoff: ParsableCommand {
     }
 }
 
+struct Join: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Joins a network of the running daemon again now, with its auto-join enabled again.",
+        discussion: """
+            After a helper answered failure, the network's auto-join is disabled and the daemon \
+            leaves it alone; this brings it back without a restart (and after a logoff, joins it \
+            before its link comes back).
+
+            Exit status: 0 when the network is authenticated or waits for a person afterwards, 1 \
+            otherwise (the helper failed again, the link is down, no daemon runs).
+            """)
+
+    @Argument(help: ArgumentHelp("The network's SSID.", valueName: "network"))
+    var network: String
+
+    @OptionGroup var daemon: DaemonOptions
+
+    func run() throws {
+        try daemon.send(ControlRequest(command: .join, network: network))
+    }
+}
+
 /// `disable` and `enable`: the same request, switching a helper off or on.
 struct HelperSwitchOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The helper: the script's file name without .lua.", valueName: "name"))

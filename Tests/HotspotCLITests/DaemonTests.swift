@@ -184,6 +184,39 @@ struct DaemonTests {
         #expect(statuses == [0: 150])
     }
 
+    /// After a helper's failure the network is left alone (its auto-join disabled); `join`
+    /// brings it back without a restart.
+    @Test func joinBringsANetworkBackAfterAFailure() async throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["strict.lua": """
+            return {
+              name = "Strict",
+              hosts = { "portal.example" },
+              evaluate = function(cmd) return "high" end,
+              authenticate = function(cmd)
+                if cmd.store.refused then return "success" end
+                cmd.store.refused = "once"
+                return "failure"
+              end,
+              maintain = function(cmd) return "success" end,
+            }
+            """])
+        let state = try CLI.temporaryDirectory()
+        let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Strict-Venue",
+                                     "--state-dir", state, "--probe-interval", "0"])
+        try await daemon.waitForEvent(Self.isState("failure", "Strict-Venue"))
+        let joined = try await CLI.run(["join", "Strict-Venue", "--state-dir", state])
+        #expect(joined.status == 0, "\(joined.errors)")
+        #expect(joined.output.contains("Strict-Venue is authenticated"))
+        let saved = try String(contentsOfFile: state + "/state.json", encoding: .utf8)
+        #expect(saved.contains("\"Strict-Venue\" : \"strict\""), "remembered: \(saved)")
+        #expect(!saved.contains("autoJoinDisabled\" : [\n    \"Strict-Venue\""), "\(saved)")
+        let unknown = try await CLI.run(["join", "Elsewhere", "--state-dir", state])
+        #expect(unknown.status == 1)
+        #expect(unknown.errors.contains("no network \"Elsewhere\" here; this daemon runs Strict-Venue"))
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
     /// Silent clients of the control socket hold no thread of the daemon's (each held one, and
     /// 400 took the daemon from 8 to 260 threads), and the daemon still answers.
     @Test func silentControlClientsHoldNoThreads() async throws {

@@ -162,6 +162,19 @@ import Testing
         #expect(harness.persistence.snapshot.autoJoinDisabled.isEmpty)
     }
 
+    @Test func aRejoinAskedForEnablesAutoJoinAgainAndJoinsNow() async {
+        let harness = Harness("strict")
+        harness.transport.answer("strict", .evaluate, .claims(.high))
+        harness.transport.answer("strict", .authenticate, .result(.failure), .result(.failure), .success)
+        #expect(await harness.machine.join(autoJoinedCafe) == .failure)
+        #expect(harness.persistence.snapshot.autoJoinDisabled == ["Cafe"])
+        // Failing again, the person's join leaves auto-join disabled, as any failure does.
+        #expect(await harness.machine.rejoin(autoJoinedCafe) == .failure)
+        #expect(harness.transport.requests.last?.request.network?.didAutoJoin == false)
+        #expect(await harness.machine.rejoin(autoJoinedCafe) == .authenticated)
+        #expect(harness.persistence.snapshot.autoJoinDisabled.isEmpty)
+    }
+
     @Test func aResultNotValidForTheCommandIsAFailureSayingWhy() async {
         let harness = Harness("confused")
         harness.transport.answer("confused", .evaluate, .claims(.high))
