@@ -436,6 +436,7 @@ private final class WorkerSlot: Sendable {
                 state.pending[id] = pending
                 if let killAt = pending.killAt { scheduleWatchdog(killAt, &state) }
             }
+            scheduleWatchdog(sbx_monotonic_ns() + Self.stoppedCheckInterval, &state)
             // A worker that does not take a frame is hung; its end fails these requests.
             if !process.write(bytes) { process.kill() }
             return nil
@@ -573,13 +574,23 @@ private final class WorkerSlot: Sendable {
         watchdog.schedule(deadline: .now() + .nanoseconds(Int(clamping: delay)), repeating: .never)
     }
 
+    /// How often a worker with calls in flight is checked for being stopped: a stopped worker
+    /// is noticed this soon, not at the calls' deadlines (45 s by default).
+    static let stoppedCheckInterval: Int64 = 1_000_000_000
+
     private func watchdogFired() {
         let (overran, replaced) = state.withLock { state -> ([Pending], Replacement?) in
             state.watchdogAt = nil
             let now = sbx_monotonic_ns()
             let expired = state.pending.filter { ($0.value.killAt ?? .max) <= now }
             guard !expired.isEmpty else {
-                if let next = state.pending.values.compactMap(\.killAt).min() { scheduleWatchdog(next, &state) }
+                guard !state.pending.isEmpty else { return ([], nil) }
+                if let process = state.process, process.isStopped {
+                    process.kill()  // its reader reaps it
+                    return ([], replaceWorker(&state, reason: "its worker process was stopped (SIGSTOP or a debugger), so it was replaced"))
+                }
+                let next = state.pending.values.compactMap(\.killAt).min() ?? .max
+                scheduleWatchdog(min(next, now + Self.stoppedCheckInterval), &state)
                 return ([], nil)
             }
             for id in expired.keys { state.pending.removeValue(forKey: id) }

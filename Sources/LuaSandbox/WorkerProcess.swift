@@ -114,6 +114,19 @@ final class WorkerProcess: Sendable {
         }
     }
 
+    /// Whether the process is stopped (SIGSTOP, a debugger): it answers nothing until it is
+    /// continued, so its calls would wait for their deadlines (state `T` or `t` in /proc).
+    var isStopped: Bool {
+        let descriptor = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = read(descriptor, &buffer, buffer.count)
+        // "pid (name) S ...": the state follows the name's last ')', which may hold anything.
+        guard count > 0, let close = buffer[..<count].lastIndex(of: UInt8(ascii: ")")), close + 2 < count else { return false }
+        return buffer[close + 2] == UInt8(ascii: "T") || buffer[close + 2] == UInt8(ascii: "t")
+    }
+
     func kill() {
         ended.withLock { ended in
             if !ended { _ = Glibc.kill(pid, SIGKILL) }
