@@ -124,6 +124,10 @@ CURLcode hh_curl_get_long(CURL *handle, CURLINFO info, long *value) {
     return curl.easy_getinfo(handle, info, value);
 }
 
+CURLcode hh_curl_get_cookies(CURL *handle, struct curl_slist **cookies) {
+    return curl.easy_getinfo(handle, CURLINFO_COOKIELIST, cookies);
+}
+
 CURLSHcode hh_curl_share_set_long(CURLSH *share, CURLSHoption option, long value) {
     return curl.share_setopt(share, option, value);
 }

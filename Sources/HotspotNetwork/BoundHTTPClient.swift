@@ -32,6 +32,46 @@ public final class CookieJar: @unchecked Sendable {
     deinit {
         if let share { hh_curl_share_cleanup(share) }
     }
+
+    /// A jar's limits, as browsers keep theirs: without them a portal setting new cookies at
+    /// every hop grew a worker by 80 MB in two minutes, outside every script's memory cap,
+    /// and slowed each request as the jar was sent and searched.
+    public static let maximumCookieSize = 4096
+    public static let maximumCookiesPerDomain = 50
+    public static let maximumCookies = 300
+
+    /// After a request, drops what is over the limits from the handle's jar: cookies over
+    /// `maximumCookieSize`, the oldest of a domain past `maximumCookiesPerDomain`, the oldest
+    /// past `maximumCookies` (libcurl lists the newest of a domain last).
+    static func keepWithinLimits(_ handle: UnsafeMutableRawPointer) {
+        var list: UnsafeMutablePointer<curl_slist>?
+        guard hh_curl_get_cookies(handle, &list) == CURLE_OK, let first = list else { return }
+        defer { hh_curl_slist_free_all(first) }
+        var lines: [String] = []
+        var node: UnsafeMutablePointer<curl_slist>? = first
+        while let current = node {
+            if let data = current.pointee.data { lines.append(String(cString: data)) }
+            node = current.pointee.next
+        }
+        let kept = linesWithinLimits(lines)
+        guard kept.count < lines.count else { return }
+        hh_curl_set_string(handle, CURLOPT_COOKIELIST, "ALL")
+        for line in kept { hh_curl_set_string(handle, CURLOPT_COOKIELIST, line) }
+    }
+
+    /// The Netscape cookie lines (domain, flag, path, secure, expiry, name, value) to keep.
+    package static func linesWithinLimits(_ lines: [String]) -> [String] {
+        let small = lines.filter { $0.utf8.count <= maximumCookieSize }
+        var perDomain: [Substring: Int] = [:]
+        var kept: [String] = []
+        // From the newest: a domain keeps its latest cookies.
+        for line in small.reversed() {
+            let domain = line.prefix { $0 != "\t" }
+            perDomain[domain, default: 0] += 1
+            if perDomain[domain]! <= maximumCookiesPerDomain { kept.append(line) }
+        }
+        return Array(kept.prefix(maximumCookies).reversed())
+    }
 }
 
 /// HTTP requests that leave by one network's interface, resolve names through that
@@ -171,7 +211,9 @@ public struct BoundHTTPClient: Sendable {
                 hh_curl_set_pointer(handle, CURLOPT_SHARE, share)
                 hh_curl_set_string(handle, CURLOPT_COOKIEFILE, "")
                 defer { hh_curl_set_pointer(handle, CURLOPT_SHARE, nil) }
-                return hh_curl_easy_perform(handle)
+                let code = hh_curl_easy_perform(handle)
+                CookieJar.keepWithinLimits(handle)
+                return code
             }
         } else {
             code = hh_curl_easy_perform(handle)

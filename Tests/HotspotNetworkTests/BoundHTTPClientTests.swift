@@ -139,6 +139,38 @@ struct BoundHTTPClientTests {
         #expect(try client(cookies: nil).perform(HTTPRequest(url: base + "/cookies/show")).body.isEmpty)
     }
 
+    /// A portal setting new cookies at every request cannot grow the jar past a browser's
+    /// limits: the newest 50 of a domain, none over 4 KiB.
+    @Test func theCookieJarKeepsWithinItsLimits() async throws {
+        let server = try await TestHTTPServer.start()
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(server.port)"
+        let jar = CookieJar()
+        for round in 0..<6 {
+            // Small values, so that all the jar holds fits the Cookie header libcurl sends (8 KiB).
+            _ = try client(cookies: jar).perform(HTTPRequest(url: base + "/cookies/flood/\(round)?size=8"))
+        }
+        let sent = String(decoding: try client(cookies: jar).perform(HTTPRequest(url: base + "/cookies/show")).body, as: UTF8.self)
+        let names = sent.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).prefix { $0 != "=" } }
+        #expect(names.count == CookieJar.maximumCookiesPerDomain, "\(names.count) cookies sent")
+        #expect(names.contains("c5_44"), "the newest are kept")
+        #expect(!names.contains("c0_0"), "the oldest went first")
+        #expect(!names.contains("huge"))
+    }
+
+    @Test func cookieLinesOverTheLimitsAreDropped() {
+        func line(_ domain: String, _ name: String, size: Int = 10) -> String {
+            "\(domain)\tFALSE\t/\tFALSE\t0\t\(name)\t" + String(repeating: "v", count: size)
+        }
+        let many = (0..<60).map { line("a.example", "a\($0)") } + [line("b.example", "b0"), line("b.example", "big", size: 5000)]
+        let kept = CookieJar.linesWithinLimits(many)
+        #expect(kept.count == 51)
+        #expect(kept.first == line("a.example", "a10"))
+        #expect(kept.last == line("b.example", "b0"))
+        let total = (0..<400).map { line("d\($0).example", "x") }
+        #expect(CookieJar.linesWithinLimits(total) == Array(total.suffix(CookieJar.maximumCookies)))
+    }
+
     @Test func bodiesAreCappedAfterDecompression() async throws {
         let server = try await TestHTTPServer.start()
         defer { server.stop() }

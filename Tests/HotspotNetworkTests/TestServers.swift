@@ -80,6 +80,18 @@ final class TestHTTPServer: Sendable {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "set")))
         }
         router.get("/cookies/show") { request, _ in request.headers[.cookie] ?? "" }
+        // 45 new cookies at each call (`round` names them, `size` is each value's), as a hostile
+        // portal sets them, and one too large to keep.
+        router.get("/cookies/flood/:round") { request, context in
+            let round = context.parameters.get("round") ?? "0"
+            let size = request.uri.queryParameters["size"].flatMap { Int(String($0)) } ?? 1200
+            var headers = HTTPFields()
+            for index in 0..<45 {
+                headers.append(.init(name: .setCookie, value: "c\(round)_\(index)=\(String(repeating: "v", count: size)); Path=/"))
+            }
+            headers.append(.init(name: .setCookie, value: "huge=\(String(repeating: "h", count: 5000)); Path=/"))
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "flooded")))
+        }
         router.get("/cookies/scoped/show") { request, _ in request.headers[.cookie] ?? "" }
         router.on("/redirect/:code", method: .get) { request, context in try redirect(request, context) }
         router.on("/redirect/:code", method: .post) { request, context in try redirect(request, context) }

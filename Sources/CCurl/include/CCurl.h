@@ -38,6 +38,9 @@ CURLcode hh_curl_set_data_callback(CURL *handle, CURLoption option, hh_curl_data
 CURLcode hh_curl_set_progress_callback(CURL *handle, hh_curl_progress_callback callback);
 
 CURLcode hh_curl_get_long(CURL *handle, CURLINFO info, long *value);
+/// CURLINFO_COOKIELIST: every cookie the handle (and its share) holds, a Netscape line each;
+/// free the list with hh_curl_slist_free_all.
+CURLcode hh_curl_get_cookies(CURL *handle, struct curl_slist **cookies);
 
 CURLSHcode hh_curl_share_set_long(CURLSH *share, CURLSHoption option, long value);
 
