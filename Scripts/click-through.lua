@@ -14,7 +14,7 @@ local function terms_form(page)
     local accepts, asks = false, false
     for _, field in ipairs(form.fields) do
       if field.type == "checkbox" or field.type == "submit" then accepts = true end
-      if ASKS_A_PERSON[field.type] and field.name then asks = true end
+      if ASKS_A_PERSON[field.type] and field.name and not field.disabled then asks = true end
     end
     if accepts and not asks then return form end
   end
@@ -30,11 +30,34 @@ local function portal(cmd)
   return page, terms_form(page)
 end
 
--- What the form sends with every box ticked: a checkbox's value is sent when it is ticked.
+local DECLINES = { "decline", "reject", "refuse", "cancel", "disagree", "no thanks" }
+
+-- Whether a submit button's name or label says no.
+local function declines(field)
+  local words = ((field.name or "") .. " " .. (field.value or "")):lower()
+  for _, word in ipairs(DECLINES) do
+    if words:find(word, 1, true) then return true end
+  end
+  return false
+end
+
+-- What a browser sends when a person ticks every box and clicks the accepting button: no
+-- disabled field, the checked radio of each group, and of the submit buttons only the
+-- first that does not decline.
 local function accepted(form)
-  local fields = {}
+  local fields, clicked = {}, false
   for _, field in ipairs(form.fields) do
-    if field.name and field.type ~= "radio" then fields[field.name] = field.value end
+    if field.name and not field.disabled then
+      if field.type == "submit" or field.type == "image" then
+        if not clicked and not declines(field) then
+          fields[field.name], clicked = field.value, true
+        end
+      elseif field.type == "radio" then
+        if field.checked then fields[field.name] = field.value end
+      elseif field.type ~= "button" and field.type ~= "reset" then
+        fields[field.name] = field.value  -- a checkbox is sent ticked
+      end
+    end
   end
   return fields
 end

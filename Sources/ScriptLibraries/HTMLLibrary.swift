@@ -38,9 +38,11 @@ public enum HTMLLibrary {
     private static func forms(in document: borrowing HTMLDocument, baseURL: String) -> [LuaValue] {
         guard let root = document.root else { return [] }
         var forms: [MarkupNode] = []
-        var controls: [(element: MarkupNode, kind: String, form: Int?)] = []
+        var controls: [(element: MarkupNode, kind: String, form: Int?, disabled: Bool)] = []
         var openForm: MarkupNode?
         var baseHref: [UInt8]?
+        // Fieldsets with `disabled` the walk is inside: every control in them is disabled.
+        var disabledFieldsets: [MarkupNode] = []
         walk(root, enter: { node in
             switch elementName(node) {
             case "form"? where openForm == nil:
@@ -48,7 +50,10 @@ public enum HTMLLibrary {
                 openForm = node
                 forms.append(node)
             case let kind? where ["input", "select", "textarea", "button"].contains(kind):
-                controls.append((node, kind, openForm == nil ? nil : forms.count - 1))
+                let disabled = !disabledFieldsets.isEmpty || attribute(node, "disabled") != nil
+                controls.append((node, kind, openForm == nil ? nil : forms.count - 1, disabled))
+            case "fieldset"? where attribute(node, "disabled") != nil:
+                disabledFieldsets.append(node)
             case "base"? where baseHref == nil:
                 baseHref = attribute(node, "href")
             default:
@@ -57,6 +62,7 @@ public enum HTMLLibrary {
             return true
         }, leave: { node in
             if node == openForm { openForm = nil }
+            if node == disabledFieldsets.last { disabledFieldsets.removeLast() }
         })
 
         forms = Array(forms.prefix(maximumForms))
@@ -69,9 +75,11 @@ public enum HTMLLibrary {
             // A `form` attribute names the owner, wherever the control is (an unknown id: none).
             let owner = attribute(control.element, "form").map { formsByID[$0] } ?? control.form
             guard let owner, owner < forms.count, fields[owner].count < maximumFieldsPerForm,
-                  let field = field(control.element, kind: control.kind) else { continue }
-            fields[owner].append(field)
+                  var field = field(control.element, kind: control.kind) else { continue }
+            if control.disabled { field["disabled"] = true }
+            fields[owner].append(.table(field))
         }
+        fields = fields.map(checkingOneRadioPerGroup)
 
         let base = documentBase(baseURL, href: baseHref)
         return zip(forms, fields).map { form, fields in
@@ -86,8 +94,25 @@ public enum HTMLLibrary {
         }
     }
 
+    /// In a group of radio buttons (one name) only one is checked: of several marked
+    /// `checked`, a browser keeps the last.
+    private static func checkingOneRadioPerGroup(_ fields: [LuaValue]) -> [LuaValue] {
+        var lastChecked: [LuaValue: Int] = [:]
+        for (index, field) in fields.enumerated() {
+            guard let table = field.tableValue, table["type"].stringValue == "radio", table["checked"] == true,
+                  !table["name"].isNil else { continue }
+            lastChecked[table["name"]] = index
+        }
+        return fields.enumerated().map { index, field in
+            guard var table = field.tableValue, let last = lastChecked[table["name"]], last != index,
+                  table["type"].stringValue == "radio", table["checked"] == true else { return field }
+            table["checked"] = false
+            return .table(table)
+        }
+    }
+
     /// `{ name, type, value, checked }`; nil for a button without a name, which submits nothing.
-    private static func field(_ element: MarkupNode, kind: String) -> LuaValue? {
+    private static func field(_ element: MarkupNode, kind: String) -> LuaTable? {
         var field = LuaTable()
         field["name"] = attribute(element, "name").map(LuaValue.string) ?? nil
         switch kind {
@@ -116,7 +141,7 @@ public enum HTMLLibrary {
             field["type"] = .text(fieldType(element, default: "submit"))
             field["value"] = .string(attribute(element, "value") ?? [])
         }
-        return .table(field)
+        return field
     }
 
     private static func fieldType(_ element: MarkupNode, default defaultType: String) -> String {

@@ -47,6 +47,46 @@ extension ScriptLibraryTests {
         ]])
     }
 
+    /// What a browser would not send is marked: a disabled control, also inside a disabled
+    /// fieldset; of two radios of one group marked checked, the browser keeps the last.
+    @Test func disabledControlsAreMarkedAndARadioGroupHasOneChecked() throws {
+        let page = """
+            <form action=/terms method=post>
+            <input type=checkbox name=terms value=yes>
+            <input type=hidden name=token value=t disabled>
+            <fieldset disabled><input name=note><button name=go value=1>Go</button></fieldset>
+            <input type=radio name=plan value=free checked><input type=radio name=plan value=day checked>
+            <input type=radio value=loose checked>
+            </form>
+            """
+        let listed = try forms(page, base: "http://portal.example/")
+        #expect(listed == [[
+            [
+            "action": "http://portal.example/terms", "method": "post",
+            "fields": [
+                ["name": "terms", "type": "checkbox", "value": "yes", "checked": false],
+                ["name": "token", "type": "hidden", "value": "t", "disabled": true],
+                ["name": "note", "type": "text", "value": "", "disabled": true],
+                ["name": "go", "type": "submit", "value": "1", "disabled": true],
+                ["name": "plan", "type": "radio", "value": "free", "checked": false],
+                ["name": "plan", "type": "radio", "value": "day", "checked": true],
+                ["type": "radio", "value": "loose", "checked": true],
+            ],
+            ],
+        ]], "\(listed)")
+    }
+
+    /// libxml2's HTML parser ends a form where another opens (as HTML 4 did), where a browser
+    /// ignores the inner one: what SCRIPTING.md says, kept true here.
+    @Test func aFormOpenedInsideAnotherEndsIt() throws {
+        let page = "<form id=a action=/a><input name=x><form id=b action=/b><input name=y></form><input name=z></form>"
+        let listed = try forms(page, base: "http://portal.example/").first?.tableValue?.array ?? []
+        #expect(listed.count == 2)
+        #expect(listed.first?.tableValue?["fields"] == [["name": "x", "type": "text", "value": ""]])
+        #expect(listed.last?.tableValue?["id"] == "b")
+        #expect(listed.last?.tableValue?["fields"] == [["name": "y", "type": "text", "value": ""]])
+    }
+
     @Test func twoFormsWithUppercaseUnquotedAttributesAndSelects() throws {
         let page = """
             <html><body>

@@ -234,6 +234,7 @@ function base64.decode(text) end
 ---@field type string
 ---@field value string
 ---@field checked? boolean
+---@field disabled? boolean
 
 ---@class Form
 ---@field action string absolute
