@@ -16,17 +16,19 @@ struct ClickThroughPortal: PortalBehavior {
     let venue: String
     let gate: Gate
     let sessionLength: Duration?
+    let declineButton: Bool
 
     func loginURL(for request: PortalRequest) -> String { request.url("/login") }
 
     func respond(to request: PortalRequest) -> Response? {
         guard request.path == "/login" else { return nil }
-        if request.isGet { return .html(Pages.termsForm(venue: venue, action: "/login")) }
+        if request.isGet { return .html(Pages.termsForm(venue: venue, action: "/login", declineButton: declineButton)) }
         guard request.isPost else { return nil }
         if let refusal = gateRefusal(request) { return refusal }
         guard Pages.acceptsTerms(request.form) else {
             return .html(
-                Pages.termsForm(venue: venue, action: "/login", error: "Please accept the terms of use."), status: .badRequest)
+                Pages.termsForm(venue: venue, action: "/login", error: "Please accept the terms of use.", declineButton: declineButton),
+                status: .badRequest)
         }
         state.withClient(request.client) { $0.logIn(for: sessionLength, at: request.now) }
         return .html(Pages.connected(venue: venue, sessionLength: sessionLength))

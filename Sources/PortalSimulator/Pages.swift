@@ -43,19 +43,22 @@ enum Pages {
         return page(title: "\(venue) Wi-Fi", body: "<p id=\"connected\">You are connected.</p>\n\(length)<p><a href=\"/logout\">Log out</a></p>")
     }
 
-    /// A click-through form: a terms checkbox that must be checked, posted to `action`.
-    static func termsForm(venue: String, action: String, error: String? = nil) -> String {
-        page(title: "\(venue) Wi-Fi", error: error, body: """
+    /// A click-through form: a terms checkbox that must be checked, posted to `action`; with
+    /// `declineButton`, a second submit button that declines.
+    static func termsForm(venue: String, action: String, error: String? = nil, declineButton: Bool = false) -> String {
+        let decline = declineButton ? "\n<button type=\"submit\" name=\"decline\" value=\"1\">I decline</button>" : ""
+        return page(title: "\(venue) Wi-Fi", error: error, body: """
             <form method="post" action="\(escape(action))">
             <p><label><input type="checkbox" name="accept_terms" value="yes"> I accept the terms of use</label></p>
-            <p><button type="submit" name="connect" value="1">Connect</button></p>
+            <p><button type="submit" name="connect" value="1">Connect</button>\(decline)</p>
             </form>
             """)
     }
 
-    /// Whether a click-through form came back with its box checked.
+    /// Whether a click-through form came back with its box checked, and not declined (a
+    /// browser sends only the button clicked).
     static func acceptsTerms(_ form: [String: String]) -> Bool {
-        form["accept_terms"] == "yes"
+        form["accept_terms"] == "yes" && form["decline"] == nil
     }
 }
 

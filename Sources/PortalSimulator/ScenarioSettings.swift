@@ -16,6 +16,9 @@ public struct ScenarioSettings: Sendable, Hashable {
     public var latency: Duration?
     /// `rate-limited` refuses a login that comes sooner than this after the client's previous attempt.
     public var minimumLoginInterval: Duration = .seconds(1)
+    /// `click-through`: the terms form also has an "I decline" button; a post that sends it is
+    /// refused, as a person clicking it would be.
+    public var termsDeclineButton = false
     /// `wispr`: the probe answers a Proxy message (110) whose NextURL leads to the Redirect.
     public var wisprProxyStep = false
     /// `wispr`: a login answers 201 (pending) and its LoginResultsURL answers 50 once this many

@@ -139,7 +139,8 @@ public final class SimulatedPortal: Sendable {
     private static func behavior(of scenario: Scenario, state: PortalState, settings: ScenarioSettings) -> any PortalBehavior {
         let sessionLength = settings.sessionLength(for: scenario.kind)
         func clickThrough(_ gate: ClickThroughPortal.Gate) -> ClickThroughPortal {
-            ClickThroughPortal(state: state, venue: settings.venueName, gate: gate, sessionLength: sessionLength)
+            ClickThroughPortal(state: state, venue: settings.venueName, gate: gate, sessionLength: sessionLength,
+                               declineButton: settings.termsDeclineButton)
         }
         switch scenario.kind {
         case .clickThrough, .sessionExpiry, .slow: return clickThrough(.none)

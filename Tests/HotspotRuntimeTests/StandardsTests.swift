@@ -325,6 +325,17 @@ struct StandardsTests {
         }
     }
 
+    /// On a terms form with an accepting and a declining button, the helper submits as a
+    /// browser clicking the accepting one: the portal refuses a form that sends both.
+    @Test func bundledClickThroughHelperClicksOnlyTheAcceptingButton() async throws {
+        try await withPortal(.clickThrough, { $0.termsDeclineButton = true }) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["click-through": try Self.bundled("click-through")],
+                                                   configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            #expect(await fixture.runtime.join(Self.network(portal)) == .authenticated, "\(fixture.events.all)")
+        }
+    }
+
     @Test(arguments: [Scenario.credentials, .wispr, .email])
     func bundledClickThroughHelperLeavesOtherPortalsAlone(_ scenario: Scenario) async throws {
         try await withPortal(scenario) { portal in
