@@ -402,7 +402,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
 
     /// A sleep until the earliest maintain or retry; nil (and the alarm ends) when none is due.
     private func nextAlarmSleep() -> Task<Void, Never>? {
-        guard !timersStopped, let earliest = sessions.values.compactMap(\.due?.at).min() else {
+        guard !timersStopped, let earliest = sessions.values.compactMap({ $0.due?.at }).min() else {
             alarm = nil
             alarmSleep = nil
             return nil
@@ -440,7 +440,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
     }
 
     /// When the earliest maintain or retry is due, if any (for tests).
-    var nextDue: Duration? { sessions.values.compactMap(\.due?.at).min() }
+    var nextDue: Duration? { sessions.values.compactMap { $0.due?.at }.min() }
 
     // MARK: commands
 

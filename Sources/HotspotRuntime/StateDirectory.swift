@@ -16,8 +16,8 @@ public final class StateDirectory: HotspotPersistence {
     private let stores: Mutex<[String: [String: [String: String]]]>
     /// Files that were set aside because they could not be read.
     public let warnings: [String]
-    /// Holds the directory for this process (see `OwnerLock`); nil in memory.
-    private let owner: OwnerLock?
+    /// Holds the directory for this process (see `DirectoryOwner`); nil in memory.
+    private let owner: DirectoryOwner?
 
     public static let storeLimit = 16384
 
@@ -34,7 +34,11 @@ public final class StateDirectory: HotspotPersistence {
                 let reason = ((error as? CocoaError)?.underlying as? POSIXError).map { String(cString: strerror($0.code.rawValue)) }
                 throw StateDirectoryError("cannot create the state directory \(path): \(reason ?? "\(error)")")
             }
-            owner = try OwnerLock(directory: path)
+            do {
+                owner = try DirectoryOwner(directory: path)
+            } catch {
+                throw StateDirectoryError(error.description)
+            }
             // Only the owner writes here, so a temporary file is what a crash left mid-write.
             for directory in [path, path + "/store"] {
                 for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.contains(".json.tmp-") {
@@ -143,60 +147,4 @@ public final class StateDirectory: HotspotPersistence {
 public struct StateDirectoryError: Error, Sendable, CustomStringConvertible {
     public let description: String
     init(_ description: String) { self.description = description }
-}
-
-/// One process owns a state directory at a time: two writing it would each overwrite what the
-/// other remembered. An `flock` on `owner.lock` holds it until the process ends (the kernel
-/// drops it even after `kill -9`); the file names the owner's process for the message of the
-/// one refused. Within a process, every `StateDirectory` of one path shares the lock.
-private final class OwnerLock: Sendable {
-    private let key: String
-    private static let held = Mutex<[String: (descriptor: Int32, users: Int)]>([:])
-
-    init(directory: String) throws(StateDirectoryError) {
-        // One key however the path is spelled, so a process never refuses itself.
-        let file = (realpath(directory, nil).map { resolved in defer { free(resolved) }; return String(cString: resolved) } ?? directory)
-            + "/owner.lock"
-        key = file
-        try Self.held.withLock { (held: inout [String: (descriptor: Int32, users: Int)]) throws(StateDirectoryError) in
-            if let lock = held[file] {
-                held[file] = (lock.descriptor, lock.users + 1)
-                return
-            }
-            let descriptor = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else {
-                throw StateDirectoryError("cannot open \(file): \(String(cString: strerror(errno)))")
-            }
-            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-                let owner = Self.recordedOwner(descriptor)
-                close(descriptor)
-                throw StateDirectoryError("the state directory \(directory) is in use by "
-                    + (owner.map { "process \($0)" } ?? "another process")
-                    + "; stop it first, or give this command a state directory of its own")
-            }
-            let pid = "\(getpid())\n"
-            _ = ftruncate(descriptor, 0)
-            _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
-            held[file] = (descriptor, 1)
-        }
-    }
-
-    deinit {
-        Self.held.withLock { held in
-            guard let lock = held[key] else { return }
-            if lock.users > 1 {
-                held[key] = (lock.descriptor, lock.users - 1)
-            } else {
-                close(lock.descriptor)  // releases the flock
-                held[key] = nil
-            }
-        }
-    }
-
-    private static func recordedOwner(_ descriptor: Int32) -> Int32? {
-        var buffer = [UInt8](repeating: 0, count: 32)
-        let count = pread(descriptor, &buffer, buffer.count, 0)
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[..<count], as: UTF8.self).split(separator: "\n").first.flatMap { Int32($0) }
-    }
 }
