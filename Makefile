@@ -49,10 +49,11 @@ bench: release
 	$(SWIFT) build -c release --package-path Benchmarks
 	Benchmarks/.build/release/hotspot-bench
 
-# Every suite under AddressSanitizer (and UndefinedBehaviorSanitizer for C), then the engine's, the
-# core's and the runtime's under ThreadSanitizer; each in a build folder of its own (the
-# workers the tests start are built with the same sanitizers). Not part of `make test`: each
-# build takes minutes on two cores.
+# Every suite under AddressSanitizer (and UndefinedBehaviorSanitizer for the C), in a build
+# folder of its own (the workers the tests start are built with the same sanitizers). Not part
+# of `make test`: the build takes minutes on two cores. ThreadSanitizer is not run: it does
+# not see the futex under Synchronization's Mutex, so it reports the accesses that Mutex
+# guards as races.
 # Swift takes AddressSanitizer only; UndefinedBehaviorSanitizer covers the C (the sandbox,
 # libcurl's setters). Leaks are not reported: XCTest's own runner leaves allocations at exit.
 # SIGSEGV is left to the program: a test kills a worker with it to see it reported as such.
@@ -63,8 +64,6 @@ check-sanitizers: deps
 	$(SWIFT) build --build-tests $(SANITIZE_ADDRESS) --scratch-path .build-asan
 	ASAN_OPTIONS=detect_leaks=0:handle_segv=0 $(SWIFT) test --skip-build $(SANITIZE_ADDRESS) --scratch-path .build-asan \
 	  --skip "aScriptWaitingInItsHostLetsTheOthersRun|aLoopingScriptLetsTheOthersRunAfterASlice"
-	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build-tsan
-	$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build-tsan --filter "LuaSandboxTests|HotspotCoreTests|HotspotRuntimeTests"
 
 clean:
-	rm -rf .build .build-asan .build-tsan
+	rm -rf .build .build-asan
