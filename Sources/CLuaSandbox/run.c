@@ -229,7 +229,7 @@ static int protected_run(lua_State *L) {
     }
 }
 
-static void run(sbx_state *S, run_request *rq, int64_t deadline_ns, sbx_outcome *o) {
+static void run(sbx_state *S, run_request *rq, int64_t deadline_ns, int64_t cpu_limit_ns, sbx_outcome *o) {
     sbx_group *G = S->G;
     int own = S == &G->own;
     // Cleared before waiting for the group, so a cancel that comes meanwhile still counts.
@@ -244,7 +244,11 @@ static void run(sbx_state *S, run_request *rq, int64_t deadline_ns, sbx_outcome 
     S->stall_reported = 0;
     S->deadline_ns = deadline_ns;
     S->deadline_exceeded = 0;
+    S->cpu_limit_ns = cpu_limit_ns;
+    S->cpu_started_ns = cpu_limit_ns ? hh_thread_cpu_ns() : 0;
+    S->cpu_exceeded = 0;
     S->memory_exceeded = 0;
+    S->ledger->worker_refused = 0;
     lua_settop(L, 0);
     // Light C functions and light userdata: nothing here allocates outside protection.
     lua_pushcfunction(L, message_handler);
@@ -253,8 +257,11 @@ static void run(sbx_state *S, run_request *rq, int64_t deadline_ns, sbx_outcome 
     int status = lua_pcall(L, 1, 0, 1);
     if (status == LUA_OK && rq->syntax_error) o->status = SBX_ERROR_SYNTAX;
     else if (status == LUA_OK) o->status = SBX_OK;
+    else if ((S->memory_exceeded || status == LUA_ERRMEM) && S->ledger->worker_refused)
+        o->status = SBX_ERROR_WORKER_MEMORY;
     else if (S->memory_exceeded || status == LUA_ERRMEM) o->status = SBX_ERROR_MEMORY;
     else if (S->deadline_exceeded) o->status = SBX_ERROR_DEADLINE;
+    else if (S->cpu_exceeded) o->status = SBX_ERROR_CPU;
     else if (atomic_load(&S->interrupted)) o->status = SBX_ERROR_INTERRUPTED;
     else if (rq->value_error) o->status = SBX_ERROR_VALUE;
     else o->status = SBX_ERROR_RUNTIME;
@@ -263,6 +270,7 @@ static void run(sbx_state *S, run_request *rq, int64_t deadline_ns, sbx_outcome 
     lua_settop(L, 0);
     if (lua_checkstack(L, SBX_IDLE_STACK_SLOTS)) lua_settop(L, SBX_IDLE_STACK_SLOTS);
     S->deadline_ns = 0;
+    S->cpu_limit_ns = 0;
     S->outcome = NULL;
     if (own) {
         hh_group_unlock(G);
@@ -276,14 +284,14 @@ void sbx_run_prelude(sbx_group *G, const char *chunk_name, const char *source,
                      size_t source_length, int64_t deadline_ns, sbx_outcome *outcome) {
     run_request rq = {.kind = RUN_PRELUDE, .chunk_name = chunk_name, .source = source,
                       .source_length = source_length};
-    run(&G->own, &rq, deadline_ns, outcome);
+    run(&G->own, &rq, deadline_ns, 0, outcome);
 }
 
 void sbx_run_compiled_prelude(sbx_group *G, const char *chunk_name, const uint8_t *bytecode,
                               size_t bytecode_length, int64_t deadline_ns, sbx_outcome *outcome) {
     run_request rq = {.kind = RUN_PRELUDE, .chunk_name = chunk_name, .source = (const char *)bytecode,
                       .source_length = bytecode_length, .binary = 1};
-    run(&G->own, &rq, deadline_ns, outcome);
+    run(&G->own, &rq, deadline_ns, 0, outcome);
 }
 
 static int dump_writer(lua_State *L, const void *bytes, size_t length, void *buffer) {
@@ -305,12 +313,12 @@ void sbx_load_script(sbx_state *S, const char *chunk_name, const char *source,
                      size_t source_length, int64_t deadline_ns, sbx_outcome *outcome) {
     run_request rq = {.kind = RUN_SCRIPT, .chunk_name = chunk_name, .source = source,
                       .source_length = source_length};
-    run(S, &rq, deadline_ns, outcome);
+    run(S, &rq, deadline_ns, 0, outcome);
     if (outcome->status == SBX_OK) S->loaded = 1;
 }
 
 void sbx_call(sbx_state *S, const char *entry, const uint8_t *arguments,
-              size_t arguments_length, int64_t deadline_ns, sbx_outcome *outcome) {
+              size_t arguments_length, int64_t deadline_ns, int64_t cpu_limit_ns, sbx_outcome *outcome) {
     if (!S->loaded) {
         memset(outcome, 0, sizeof *outcome);
         outcome->status = SBX_ERROR_RUNTIME;
@@ -319,5 +327,5 @@ void sbx_call(sbx_state *S, const char *entry, const uint8_t *arguments,
     }
     run_request rq = {.kind = RUN_CALL, .entry = entry, .arguments = arguments,
                       .arguments_length = arguments_length};
-    run(S, &rq, deadline_ns, outcome);
+    run(S, &rq, deadline_ns, cpu_limit_ns, outcome);
 }

@@ -81,6 +81,7 @@ sbx_group *sbx_group_open(void *host) {
     atomic_init(&G->own.interrupted, 0);
     G->L = lua_newstate(hh_capped_alloc, G);
     if (!G->L) {
+        hh_worker_release_slack(G);
         pthread_cond_destroy(&G->turn);
         pthread_mutex_destroy(&G->mutex);
         free(G);
@@ -104,6 +105,7 @@ void sbx_group_close(sbx_group *G) {
     // No script can own a finalizer (__gc is refused), so closing cannot hang; the only
     // finalizers are host objects', and their scripts are closed, so they do nothing.
     lua_close(G->L);
+    hh_worker_release_slack(G);
     for (size_t class = 0; class < sizeof G->pool / sizeof G->pool[0]; class++) {
         while (G->pool[class]) {
             pooled_block *block = G->pool[class];

@@ -35,6 +35,7 @@ typedef struct sbx_ledger {
     size_t limit;
     size_t blocks;
     int closed;
+    int worker_refused;  // the worker's cap refused it an allocation in the running call
     void *host;  // the script's host; NULL once the script is closed
     // Host objects the collector released while another script ran: handed to the host
     // at the owner's next run, since its host may be busy in a host call meanwhile.
@@ -66,6 +67,9 @@ struct sbx_state {
     sbx_ledger *ledger;
     int64_t deadline_ns;
     int deadline_exceeded;
+    int64_t cpu_limit_ns;    // 0: none
+    int64_t cpu_started_ns;  // the call's thread's CPU time when the call started
+    int cpu_exceeded;
     int memory_exceeded;
     atomic_int interrupted;
     int loaded;
@@ -96,6 +100,7 @@ struct sbx_group {
     int sealed;
     pooled_block *pool[SBX_POOL_LARGEST / SBX_POOL_STEP + 1];  // by capacity / SBX_POOL_STEP
     size_t pooled_bytes;
+    size_t worker_slack;  // reserved from the worker's memory count and not used yet
     // The collector in idle time (sbx_group_tidy_idle): the state's size when it last
     // finished a cycle there, and whether it is in the middle of one.
     size_t collected_kb;
@@ -115,9 +120,11 @@ sbx_state *hh_state_of(lua_State *L);
 // alloc.c
 void hh_ledger_free(sbx_ledger *ledger);
 void *hh_capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
+void hh_worker_release_slack(sbx_group *G);
 
 // hook.c
 void hh_deadline_hook(lua_State *L, lua_Debug *ar);
+int64_t hh_thread_cpu_ns(void);
 int hh_must_propagate(sbx_state *S, int status);
 
 // codec.c

@@ -56,7 +56,7 @@ package struct RuntimeOptions: ParsableArguments {
             transform: Seconds.within(0.01...Seconds.day))
     package var deadline = Seconds(45)
 
-    @Option(help: ArgumentHelp("Worker processes that run the scripts, 1 to 16. Scripts run in parallel with one; more cost about 2 MiB each and narrow what a worker killed for an overrun interrupts.",
+    @Option(help: ArgumentHelp("Worker processes that run the scripts, 1 to 16. Scripts run in parallel with one; more cost about 2 MiB each and narrow what a worker killed for an overrun interrupts. Each may hold up to 160 MiB (its scripts 112 MiB together).",
                                valueName: "count"))
     package var workers = 1
 

@@ -15,6 +15,9 @@ public actor HotspotMachine<Transport: HelperTransport> {
         public var commandDeadline: Duration
         /// Deadline of `present_ui`; nil means none (it waits on a person).
         public var presentUIDeadline: Duration?
+        /// The CPU time `present_ui` may use, deadline or not: a person is no reason for a
+        /// script to spin a core.
+        public var presentUICPULimit: Duration
         public var maintainInterval: Duration
         /// Backoff after `temporary_failure`: doubles from the first delay up to the maximum.
         public var retryFirstDelay: Duration
@@ -24,10 +27,12 @@ public actor HotspotMachine<Transport: HelperTransport> {
         public var verifyAuthentication: Bool
 
         public init(commandDeadline: Duration = .seconds(45), presentUIDeadline: Duration? = nil,
+                    presentUICPULimit: Duration = .seconds(10),
                     maintainInterval: Duration = .seconds(300), retryFirstDelay: Duration = .seconds(1),
                     retryMaximumDelay: Duration = .seconds(600), verifyAuthentication: Bool = false) {
             self.commandDeadline = commandDeadline
             self.presentUIDeadline = presentUIDeadline
+            self.presentUICPULimit = presentUICPULimit
             self.maintainInterval = maintainInterval
             self.retryFirstDelay = retryFirstDelay
             self.retryMaximumDelay = retryMaximumDelay
@@ -46,6 +51,9 @@ public actor HotspotMachine<Transport: HelperTransport> {
         var due: Due?
         /// Asking `NetworkChecks` when to maintain, which may bring the maintain forward.
         var scheduling: Task<Void, Never>?
+        /// The `present_ui` under way: logging off, switching its helper off and leaving the
+        /// network end it.
+        var presentingUI: Task<HelperResponse, Never>?
     }
 
     struct Due {
@@ -254,17 +262,44 @@ public actor HotspotMachine<Transport: HelperTransport> {
     /// The user opened the helper's UI for a network waiting in `presenting_ui`, with what
     /// they entered (`cmd.answers`: an email address, a room number, a voucher...).
     @discardableResult
+    ///
+    /// One at a time per network. When the caller's task is cancelled (the person gave up),
+    /// the helper's command is cancelled and the network keeps waiting for a person.
     public func presentUI(_ ssid: String, answers: [String: String] = [:]) async -> HotspotState {
-        guard let session = sessions[ssid], session.state == .presentingUI,
+        guard let session = sessions[ssid], session.state == .presentingUI, session.presentingUI == nil,
               let id = session.helper, let helper = helpers.first(where: { $0.id == id }) else { return state(of: ssid) }
-        let response = await send(.presentUI, to: helper, ssid: ssid, isChosen: true, answers: answers)
+        let command = Task { await send(.presentUI, to: helper, ssid: ssid, isChosen: true, answers: answers) }
+        sessions[ssid]?.presentingUI = command
+        let response = await withTaskCancellationHandler { await command.value } onCancel: { command.cancel() }
+        // Ended meanwhile by a logoff, its helper switched off or the network left.
+        guard sessions[ssid]?.presentingUI == command else { return state(of: ssid) }
+        sessions[ssid]?.presentingUI = nil
+        if command.isCancelled, response.result != .success {
+            log(ssid, .info, "present_ui was cancelled; \(ssid) still waits for a person", helper: id)
+            return state(of: ssid)
+        }
         return await afterAuthentication(ssid, helper, response)
     }
 
+    /// A network waiting for a person stops waiting: its `present_ui` under way, if any, is
+    /// cancelled, and the network is inactive until it is joined again.
+    private func stopWaitingForAPerson(_ ssid: String, because reason: String) {
+        guard let session = sessions[ssid], session.state == .presentingUI else { return }
+        session.presentingUI?.cancel()
+        sessions[ssid]?.presentingUI = nil
+        log(ssid, .info, "\(ssid) no longer waits for a person: \(reason)", helper: session.helper)
+        transition(ssid, to: .inactive, helper: session.helper)
+    }
+
     /// The user asked to log off: `logoff` goes to the chosen helper, then the device
-    /// leaves the network.
+    /// leaves the network. A network waiting for a person was never logged in: it just
+    /// stops waiting (and its `present_ui` under way ends).
     @discardableResult
     public func logoff(_ ssid: String) async -> HotspotState {
+        if sessions[ssid]?.state == .presentingUI {
+            stopWaitingForAPerson(ssid, because: "the person logged off")
+            return state(of: ssid)
+        }
         guard let session = sessions[ssid], session.state == .authenticated else { return state(of: ssid) }
         clearTimer(ssid)
         if let id = session.helper, let helper = helpers.first(where: { $0.id == id }) {
@@ -278,6 +313,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
     /// The device left the network: no command is sent.
     public func leave(_ ssid: String) {
         guard let session = sessions[ssid] else { return }
+        session.presentingUI?.cancel()
         clearTimer(ssid)
         transition(ssid, to: .inactive, helper: session.helper)
         sessions[ssid] = nil
@@ -338,6 +374,10 @@ public actor HotspotMachine<Transport: HelperTransport> {
             } else {
                 state.disabledHelpers.insert(id)
             }
+        }
+        guard !enabled else { return }
+        for (network, session) in sessions where session.helper == id && (ssid == nil || ssid == network) {
+            stopWaitingForAPerson(network, because: "its helper \(id) was switched off; join it to evaluate it again")
         }
     }
 
@@ -462,7 +502,8 @@ public actor HotspotMachine<Transport: HelperTransport> {
     private func request(_ command: HotspotCommand, ssid: String, didJustJoin: Bool = false, isChosen: Bool = false,
                          answers: [String: String] = [:]) -> CommandRequest {
         CommandRequest(command, network: sessions[ssid]?.network, didJustJoin: didJustJoin, isChosen: isChosen,
-                       join: sessions[ssid]?.join, answers: answers, deadline: deadline(of: command))
+                       join: sessions[ssid]?.join, answers: answers, deadline: deadline(of: command),
+                       cpuLimit: command == .presentUI ? policy.presentUICPULimit : nil)
     }
 
     /// Sends one command to one helper of a session and reports it.

@@ -32,10 +32,12 @@ public struct CommandRequest: Sendable {
     public var answers: [String: String]
     /// How long the helper may take; nil for no limit.
     public var deadline: Duration?
+    /// How much CPU time the helper may use, whatever the deadline; nil for no limit.
+    public var cpuLimit: Duration?
 
     public init(_ command: HotspotCommand, network: NetworkDescription?, networkList: [NetworkDescription]? = nil,
                 didJustJoin: Bool = false, isChosen: Bool = false, join: Int? = nil, answers: [String: String] = [:],
-                deadline: Duration?) {
+                deadline: Duration?, cpuLimit: Duration? = nil) {
         self.command = command
         self.network = network
         self.networkList = networkList
@@ -44,6 +46,7 @@ public struct CommandRequest: Sendable {
         self.join = join
         self.answers = answers
         self.deadline = deadline
+        self.cpuLimit = cpuLimit
     }
 }
 

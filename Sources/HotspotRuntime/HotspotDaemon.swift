@@ -133,14 +133,16 @@ public actor HotspotDaemon {
                             state: after)
     }
 
+    /// Logs off an authenticated network; a network waiting for a person stops waiting.
     private func logoff(_ ssid: String) async -> ControlReply {
         let before = await runtime.state(of: ssid)
-        guard before == .authenticated else {
+        guard before == .authenticated || before == .presentingUI else {
             return ControlReply(ok: false, message: "\(ssid) is \(before.rawValue), not authenticated: nothing to log off", state: before)
         }
         let after = await runtime.logoff(ssid)
+        let what = before == .authenticated ? "is logged off" : "no longer waits for a person"
         return ControlReply(ok: after == .inactive,
-                            message: "\(ssid) is logged off; it is joined again when its link goes down and up, or when the daemon restarts",
+                            message: "\(ssid) \(what); it is joined again with `hotspot-helper join \(ssid)`, when its link goes down and up, or when the daemon restarts",
                             state: after)
     }
 

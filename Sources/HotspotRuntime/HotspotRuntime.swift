@@ -14,6 +14,8 @@ public struct RuntimeConfiguration: Sendable {
     public var commandDeadline: Duration
     /// Deadline of `present_ui`; nil means none (it waits on a person).
     public var presentUIDeadline: Duration?
+    /// The CPU time `present_ui` may use, deadline or not.
+    public var presentUICPULimit: Duration
     public var maintainInterval: Duration
     /// Backoff after `temporary_failure`: doubles from the first delay up to the maximum.
     public var retryFirstDelay: Duration
@@ -32,11 +34,12 @@ public struct RuntimeConfiguration: Sendable {
     public var verifyAuthentication: Bool
 
     public init(commandDeadline: Duration = .seconds(45), presentUIDeadline: Duration? = nil,
-                maintainInterval: Duration = .seconds(300), retryFirstDelay: Duration = .seconds(1),
+                presentUICPULimit: Duration = .seconds(10), maintainInterval: Duration = .seconds(300), retryFirstDelay: Duration = .seconds(1),
                 retryMaximumDelay: Duration = .seconds(600), secrets: Secrets = Secrets(), caFile: String? = nil,
                 verifyAuthentication: Bool = false) {
         self.commandDeadline = commandDeadline
         self.presentUIDeadline = presentUIDeadline
+        self.presentUICPULimit = presentUICPULimit
         self.maintainInterval = maintainInterval
         self.retryFirstDelay = retryFirstDelay
         self.retryMaximumDelay = retryMaximumDelay
@@ -46,7 +49,8 @@ public struct RuntimeConfiguration: Sendable {
     }
 
     var policy: HotspotRuntime.Policy {
-        .init(commandDeadline: commandDeadline, presentUIDeadline: presentUIDeadline, maintainInterval: maintainInterval,
+        .init(commandDeadline: commandDeadline, presentUIDeadline: presentUIDeadline, presentUICPULimit: presentUICPULimit,
+              maintainInterval: maintainInterval,
               retryFirstDelay: retryFirstDelay, retryMaximumDelay: retryMaximumDelay,
               verifyAuthentication: verifyAuthentication)
     }

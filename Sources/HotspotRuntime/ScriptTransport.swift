@@ -32,7 +32,8 @@ public final class ScriptTransport: HelperTransport {
 
     public nonisolated(nonsending) func send(_ request: CommandRequest, to helper: HelperScript) async -> HelperResponse {
         let arguments = [helperTable(for: helper, network: request.network), sharedTable(request)]
-        let outcome = await engine.call(helper.handle, "dispatch", arguments, deadline: Self.deadline(of: request))
+        let outcome = await engine.call(helper.handle, "dispatch", arguments, deadline: Self.deadline(of: request),
+                                        cpuLimit: request.cpuLimit)
         return conclude(request, helper, outcome: outcome)
     }
 
@@ -41,7 +42,8 @@ public final class ScriptTransport: HelperTransport {
         // Each helper's part is made (or taken already encoded) as it is sent, so the first
         // helpers run while the rest are made; the part they share is encoded once.
         let network = request.network
-        let outcomes = engine.callAll(count: helpers.count, sharing: [sharedTable(request)], deadline: Self.deadline(of: request)) { index in
+        let outcomes = engine.callAll(count: helpers.count, sharing: [sharedTable(request)], deadline: Self.deadline(of: request),
+                                      cpuLimit: request.cpuLimit) { index in
             let helper = helpers[index]
             guard let encoded = self.encodedHelperTable(for: helper, network: network) else {
                 return ScriptCall(helper.handle, "dispatch", [self.helperTable(for: helper, network: network)])  // reports the error
@@ -141,6 +143,10 @@ public final class ScriptTransport: HelperTransport {
     /// events, its store saved.
     private func conclude(_ request: CommandRequest, _ helper: HelperScript, outcome: CallOutcome) -> HelperResponse {
         let network = request.network
+        if let reason = outcome.rerunReason {
+            emit(.log(.warn, "\(request.command.rawValue) ran again on a new worker process: \(reason)", network: network?.ssid,
+                      helper: helper.id, command: request.command))
+        }
         for record in outcome.logs {
             emit(.log(LogEvent.Level(record.level), record.message, network: network?.ssid, helper: helper.id,
                       command: request.command))

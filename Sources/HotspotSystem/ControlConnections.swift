@@ -6,7 +6,9 @@ import Synchronization
 
 /// The control socket's connections, served by one thread polling them all (see
 /// `ControlServer`). A connection waits for its request line until its deadline, its
-/// request runs as a task, and its reply is written when the task is done.
+/// request runs as a task, and its reply is written when the task is done. A `ui` request
+/// whose client hangs up first is cancelled: the person gave up (the helper's `present_ui`
+/// ends); other requests run to their end, so a client going away leaves no half-done change.
 final class ConnectionLoop: Sendable {
     private let listener: Int32
     private let limits: ControlServer.Limits
@@ -39,6 +41,8 @@ final class ConnectionLoop: Sendable {
     func run() {
         var arriving: [Int32: Arriving] = [:]
         var answering = 0  // requests whose handler runs
+        // Of those, the ones cancelled when their client hangs up, until it does.
+        var cancellable: [Int32: Task<Void, Never>] = [:]
         // Held for the moment the process runs out of descriptors: closed, it lets the loop
         // accept the waiting connection and close it, where `accept` would fail at once
         // forever and the loop spin.
@@ -55,6 +59,9 @@ final class ConnectionLoop: Sendable {
                                pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
             let order = Array(arriving.keys)
             descriptors += order.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            // No events asked: a hang-up is reported anyway, and bytes after the request are not.
+            let watched = Array(cancellable.keys)
+            descriptors += watched.map { pollfd(fd: $0, events: 0, revents: 0) }
             let now = ContinuousClock.now
             let nearest = arriving.values.map(\.deadline).min()
             let timeout = nearest.map { Int32(clamping: max(0, Int((($0 - now) / .milliseconds(1)).rounded(.up)))) } ?? -1
@@ -71,7 +78,12 @@ final class ConnectionLoop: Sendable {
                 for (connection, reply) in replies {
                     answer(connection, reply)
                     answering -= 1
+                    cancellable[connection] = nil
                 }
+            }
+            for (index, connection) in watched.enumerated() where descriptors[order.count + 2 + index].revents != 0 {
+                // Closed when its cancelled task finishes; not watched meanwhile.
+                cancellable.removeValue(forKey: connection)?.cancel()
             }
             for (index, connection) in order.enumerated() where descriptors[index + 2].revents != 0 {
                 guard var pending = arriving[connection] else { continue }
@@ -81,7 +93,7 @@ final class ConnectionLoop: Sendable {
                 case .line(let line):
                     arriving[connection] = nil
                     answering += 1
-                    start(line, on: connection)
+                    if let task = start(line, on: connection) { cancellable[connection] = task }
                 case .refused(let message):
                     arriving[connection] = nil
                     answer(connection, ControlServer.encoded(ControlReply(ok: false, message: message)))
@@ -156,16 +168,18 @@ final class ConnectionLoop: Sendable {
         }
     }
 
-    private func start(_ line: [UInt8], on connection: Int32) {
+    /// Runs the request's handler; returns its task when a hang-up cancels it.
+    private func start(_ line: [UInt8], on connection: Int32) -> Task<Void, Never>? {
         guard let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line)) else {
             finish(connection, ControlReply(ok: false, message: "the request is not a control request in JSON"))
-            return
+            return nil
         }
         let handler = self.handler
-        Task {
+        let task = Task {
             let reply = await handler(request)
             self.finish(connection, reply)
         }
+        return request.command == .ui ? task : nil
     }
 
     private func finish(_ connection: Int32, _ reply: ControlReply) {

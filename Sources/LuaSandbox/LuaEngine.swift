@@ -155,24 +155,43 @@ public final class LuaEngine: Sendable {
         public var workerCount: Int
         /// Cap on each script state's allocations.
         public var memoryLimit: Int
+        /// Cap on a worker process's resident memory. Its scripts' allocations together are
+        /// capped at this less `hostMemoryReserve` (`scriptsMemoryLimit`), exactly, as each
+        /// script's are; the reserve is for the worker's code and what its host libraries use
+        /// (a page being parsed, a transfer). A worker found past the whole cap (checked every
+        /// second while it has calls) is replaced, failing the calls it had.
+        public var workerMemoryLimit: Int
         /// The deadline of loads, and of calls made with `.default`.
         public var defaultDeadline: Duration
         /// How long after a deadline a call that has not answered is stopped by killing its
         /// worker (at most 250 ms).
         public var killGrace: Duration
+        /// How long a cancelled call may take to stop before its worker is killed: a host call
+        /// notices a cancel within a second (libcurl's progress callback), a Lua loop at its
+        /// next hook; longer means a C function that will not return.
+        public var cancelGrace: Duration
         /// Trusted Lua run in every state before the script (see `sbx_run_prelude`).
         public var prelude: ScriptSource?
 
         public init(workerExecutable: String, workerCount: Int = 2, memoryLimit: Int = 32 << 20,
+                    workerMemoryLimit: Int = 160 << 20,
                     defaultDeadline: Duration = .seconds(45), killGrace: Duration = .milliseconds(200),
-                    prelude: ScriptSource? = nil) {
+                    cancelGrace: Duration = .seconds(5), prelude: ScriptSource? = nil) {
             self.workerExecutable = workerExecutable
             self.workerCount = workerCount
             self.memoryLimit = memoryLimit
+            self.workerMemoryLimit = workerMemoryLimit
             self.defaultDeadline = defaultDeadline
             self.killGrace = min(killGrace, .milliseconds(250))
+            self.cancelGrace = cancelGrace
             self.prelude = prelude
         }
+
+        /// What a worker keeps of `workerMemoryLimit` for its code and its host libraries.
+        public static let hostMemoryReserve = 48 << 20
+
+        /// The cap on what a worker's scripts hold together: at least one script's cap.
+        public var scriptsMemoryLimit: Int { max(memoryLimit, workerMemoryLimit - Self.hostMemoryReserve) }
 
         /// The path of `name` in the directory of the running executable, where SwiftPM
         /// puts every product of a package.
@@ -232,12 +251,15 @@ public final class LuaEngine: Sendable {
     }
 
     /// Calls `entry` in the script (see `SandboxedState.call`) and returns what it produced.
+    /// `cpuLimit` bounds the CPU time the call may use, whatever its deadline (a call with no
+    /// deadline, say); past it the call fails with `cpuLimit`, stopped by the count hook in
+    /// Lua code, or by ending its worker in a C function (after `killGrace`).
     public func call(_ script: ScriptHandle, _ entry: String, _ arguments: [LuaValue] = [],
-                     deadline: CallDeadline = .default) async -> CallOutcome {
+                     deadline: CallDeadline = .default, cpuLimit: Duration? = nil) async -> CallOutcome {
         let resolved = resolve(deadline)
         let frame: WorkerFrame
         do throws(LuaScriptError) {
-            frame = try Self.callFrame(ScriptCall(script, entry, arguments), deadline: resolved)
+            frame = try Self.callFrame(ScriptCall(script, entry, arguments), deadline: resolved, cpuLimit: cpuLimit)
         } catch {
             return CallOutcome(result: .failure(error))
         }
@@ -248,8 +270,8 @@ public final class LuaEngine: Sendable {
     /// Makes every call at once and yields each outcome as its call answers, with the call's
     /// index in `calls`. Ending the iteration early, or cancelling the task that iterates,
     /// cancels the calls that have not answered.
-    public func callAll(_ calls: [ScriptCall], deadline: CallDeadline = .default) -> CallOutcomes {
-        callAll(count: calls.count, deadline: deadline) { calls[$0] }
+    public func callAll(_ calls: [ScriptCall], deadline: CallDeadline = .default, cpuLimit: Duration? = nil) -> CallOutcomes {
+        callAll(count: calls.count, deadline: deadline, cpuLimit: cpuLimit) { calls[$0] }
     }
 
     /// `callAll` of the calls `call(0)` to `call(count - 1)`, each built just before it is
@@ -258,7 +280,7 @@ public final class LuaEngine: Sendable {
     /// Every call gets the `shared` values after its own arguments; they are encoded once
     /// for all the calls (each call's state still gets a copy of its own).
     public func callAll(count: Int, sharing shared: [LuaValue] = [], deadline: CallDeadline = .default,
-                        _ call: (Int) -> ScriptCall) -> CallOutcomes {
+                        cpuLimit: Duration? = nil, _ call: (Int) -> ScriptCall) -> CallOutcomes {
         let channel = OutcomeChannel(count: count)
         let outcomes = CallOutcomes(owner: Abandonment(channel), memoryLimit: configuration.memoryLimit)
         guard count > 0 else { return outcomes }
@@ -283,7 +305,8 @@ public final class LuaEngine: Sendable {
             let made = call(index)
             do throws(LuaScriptError) {
                 let slot = made.script.slot
-                unsent[slot, default: []].append((index, try Self.callFrame(made, sharing: sharedEncoding, deadline: resolved)))
+                unsent[slot, default: []].append(
+                    (index, try Self.callFrame(made, sharing: sharedEncoding, deadline: resolved, cpuLimit: cpuLimit)))
                 if unsent[slot]!.count >= chunkSizes[slot, default: 1] { send(slot) }
             } catch {
                 deliver(index, RawOutcome(error: error))?()
@@ -305,12 +328,13 @@ public final class LuaEngine: Sendable {
     }
 
     private static func callFrame(_ call: ScriptCall, sharing shared: EncodedLuaValues? = nil,
-                                  deadline: Deadline?) throws(LuaScriptError) -> WorkerFrame {
+                                  deadline: Deadline?, cpuLimit: Duration?) throws(LuaScriptError) -> WorkerFrame {
         let encoded = [call.encodedArguments, shared].compactMap { $0 }
         let arguments = encoded.isEmpty
             ? try LuaValueCodec.encode(tuple: call.arguments)
             : try LuaValueCodec.encode(tuple: call.arguments, followedBy: encoded)
-        return .call(script: call.script.id, entry: call.entry, arguments: arguments, deadline: deadline?.nanoseconds ?? 0)
+        return .call(script: call.script.id, entry: call.entry, arguments: arguments, deadline: deadline?.nanoseconds ?? 0,
+                     cpuLimit: cpuLimit.map { max($0.nanoseconds, 1) } ?? 0)
     }
 
     public func unload(_ script: ScriptHandle) {
@@ -343,7 +367,7 @@ private final class WorkerSlot: Sendable {
 
     struct Pending {
         /// Takes the answer, and returns the wake-up to run once the answers at hand are
-        /// all taken; nil for reloads nobody waits on.
+        /// all taken; nil for the slot's own reloads and for cancelled requests.
         let answer: (@Sendable (RawOutcome) -> WakeUp?)?
 
         /// Hands the answer on and wakes its taker at once.
@@ -351,7 +375,17 @@ private final class WorkerSlot: Sendable {
         /// When the worker is killed if the request has not been answered.
         let killAt: Int64?
         /// A script version to remember for reloads once it loads.
-        let installing: (id: UInt32, source: ScriptSource)?
+        var installing: (id: UInt32, source: ScriptSource)? = nil
+        /// The request's frame, sent again to a replacement worker when the request only
+        /// shared its worker with what ended it; nil for requests never sent again.
+        var frame: [UInt8]? = nil
+        /// Its deadline (monotonic nanoseconds): past it, it is not sent again.
+        var deadline: Int64? = nil
+        /// Why it was sent again; a request is sent again at most once.
+        var rerunReason: String? = nil
+        /// Cancelled, and answered already: the worker is killed if it has not stopped the
+        /// request by `killAt` (a C function that runs on cannot be interrupted).
+        var isCancelled = false
     }
 
     struct State {
@@ -376,8 +410,7 @@ private final class WorkerSlot: Sendable {
         self.index = index
         self.configuration = configuration
         let process = try WorkerProcess.spawn(executable: configuration.workerExecutable)
-        _ = process.write(WorkerFrame.configure(prelude: configuration.prelude,
-                                                memoryLimit: UInt64(configuration.memoryLimit)).encoded(id: 0))
+        _ = process.write(Self.configureFrame(configuration))
         state = PlainLock(State(process: process))
         readerQueue = DispatchQueue(label: "lua-sandbox.worker-reader.\(index)")
         watchdog = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "lua-sandbox.watchdog.\(index)"))
@@ -386,9 +419,14 @@ private final class WorkerSlot: Sendable {
         startReader(process, generation: 0)
     }
 
+    private static func configureFrame(_ configuration: LuaEngine.Configuration) -> [UInt8] {
+        WorkerFrame.configure(prelude: configuration.prelude, memoryLimit: UInt64(configuration.memoryLimit),
+                              workerMemoryLimit: UInt64(configuration.scriptsMemoryLimit)).encoded(id: 0)
+    }
+
     var scriptCount: Int { state.withLock { $0.scripts.count + $0.pending.count } }
     var processID: Int32 { state.withLock { $0.process?.pid ?? 0 } }
-    var requestsInFlight: Int { state.withLock { $0.pending.count } }
+    var requestsInFlight: Int { state.withLock { $0.pending.values.count { !$0.isCancelled } } }
 
     func perform(_ frame: WorkerFrame, deadline: Deadline?, installing: (UInt32, ScriptSource)?) async -> RawOutcome {
         if Task.isCancelled { return RawOutcome(error: LuaScriptError(.cancelled, "cancelled")) }
@@ -398,7 +436,8 @@ private final class WorkerSlot: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 send(bytes, [(id, Pending(answer: { outcome in { continuation.resume(returning: outcome) } },
-                                          killAt: killAt(deadline), installing: installing))])
+                                          killAt: killAt(deadline), installing: installing, frame: bytes,
+                                          deadline: deadline?.nanoseconds))])
             }
         } onCancel: {
             cancel([id])
@@ -414,8 +453,10 @@ private final class WorkerSlot: Sendable {
         var requests: [(UInt64, Pending)] = []
         for (index, frame) in frames {
             let id = requestIDs.add(1, ordering: .relaxed).newValue
-            bytes += frame.encoded(id: id)
-            requests.append((id, Pending(answer: { deliver(index, $0) }, killAt: killAt, installing: nil)))
+            let encoded = frame.encoded(id: id)
+            bytes += encoded
+            requests.append((id, Pending(answer: { deliver(index, $0) }, killAt: killAt, frame: encoded,
+                                         deadline: deadline?.nanoseconds)))
         }
         send(bytes, requests)
         return requests.map(\.0)
@@ -446,13 +487,22 @@ private final class WorkerSlot: Sendable {
         }
     }
 
-    /// Stops requests that have not answered; they answer `cancelled`.
+    /// Stops requests that have not answered; they answer `cancelled` at once.
     func cancel(_ ids: [UInt64]) {
         let cancelled = state.withLock { state -> [Pending] in
-            let cancelled = ids.compactMap { id in state.pending.removeValue(forKey: id).map { (id, $0) } }
+            let killAt = sbx_monotonic_ns() + configuration.cancelGrace.nanoseconds
+            var cancelled: [Pending] = []
+            var frames: [UInt8] = []
+            for id in ids {
+                guard let pending = state.pending[id], !pending.isCancelled else { continue }
+                cancelled.append(pending)
+                state.pending[id] = Pending(answer: nil, killAt: killAt, isCancelled: true)
+                frames += WorkerFrame.cancel.encoded(id: id)
+            }
             guard !cancelled.isEmpty else { return [] }
-            _ = state.process?.write(cancelled.flatMap { WorkerFrame.cancel.encoded(id: $0.0) })
-            return cancelled.map(\.1)
+            scheduleWatchdog(killAt, &state)
+            _ = state.process?.write(frames)
+            return cancelled
         }
         for pending in cancelled { pending.answerNow(RawOutcome(error: LuaScriptError(.cancelled, "cancelled"))) }
     }
@@ -498,6 +548,8 @@ private final class WorkerSlot: Sendable {
                         if let installing = pending.installing, outcome.succeeded {
                             state.scripts[installing.id] = installing.source
                         }
+                        var outcome = outcome
+                        outcome.rerunReason = pending.rerunReason
                         return (pending, outcome)
                     }
                 }
@@ -514,7 +566,10 @@ private final class WorkerSlot: Sendable {
         let ending = process.reap()
         let replaced = state.withLock { state -> Replacement? in
             guard state.generation == generation, !state.stopped else { return nil }  // already replaced
-            return replaceWorker(&state, reason: "its worker process \(ending)")
+            // A worker that ended itself over one call's CPU time answered that call; the
+            // others only shared its process. Any other end may have been any call's doing.
+            return replaceWorker(&state, reason: "its worker process \(ending.description)",
+                                 rerunningTheRest: ending.stoppedARunawayCall)
         }
         replaced?.finish(self)
     }
@@ -532,10 +587,23 @@ private final class WorkerSlot: Sendable {
         }
     }
 
-    /// Starts a new worker in place of one that is dead or killed; what was in flight on
-    /// the old one is lost. Requests made from now on go to the new worker.
-    private func replaceWorker(_ state: inout State, reason: String) -> Replacement {
-        let lost = Array(state.pending.values)
+    /// Starts a new worker in place of one that is dead or killed. What was in flight on the
+    /// old one is lost, or, when `rerunningTheRest` (the requests were not the cause of its
+    /// end), sent again to the new one once, while their deadlines allow. Requests made
+    /// from now on go to the new worker.
+    private func replaceWorker(_ state: inout State, reason: String, rerunningTheRest: Bool) -> Replacement {
+        let now = sbx_monotonic_ns()
+        var lost: [Pending] = []
+        var rerun: [(UInt64, Pending)] = []
+        for (id, request) in state.pending {
+            if rerunningTheRest, request.frame != nil, request.rerunReason == nil, (request.deadline ?? .max) > now {
+                var again = request
+                again.rerunReason = reason
+                rerun.append((id, again))
+            } else {
+                lost.append(request)
+            }
+        }
         state.pending = [:]
         state.generation += 1
         state.watchdogAt = nil
@@ -543,29 +611,36 @@ private final class WorkerSlot: Sendable {
             let replacement = try WorkerProcess.spawn(executable: configuration.workerExecutable)
             state.process = replacement
             reload(into: replacement, &state)
+            for (id, request) in rerun {
+                state.pending[id] = request
+                if let killAt = request.killAt { scheduleWatchdog(killAt, &state) }
+            }
+            if !rerun.isEmpty {
+                scheduleWatchdog(now + Self.stoppedCheckInterval, &state)
+                _ = replacement.write(rerun.flatMap { $0.1.frame! })
+            }
             return Replacement(lost: lost, reason: reason, process: replacement, generation: state.generation)
         } catch {
             state.process = nil
             state.failure = "no worker is running: \(error)"
-            return Replacement(lost: lost, reason: reason, process: nil, generation: state.generation)
+            return Replacement(lost: lost + rerun.map(\.1), reason: reason, process: nil, generation: state.generation)
         }
     }
 
     /// Sends a new worker the configuration and every script it must hold again.
     private func reload(into process: WorkerProcess, _ state: inout State) {
-        _ = process.write(WorkerFrame.configure(prelude: configuration.prelude,
-                                                memoryLimit: UInt64(configuration.memoryLimit)).encoded(id: 0))
+        _ = process.write(Self.configureFrame(configuration))
         for (script, source) in state.scripts {
             let deadline = Deadline.after(configuration.defaultDeadline)
             let id = requestIDs.add(1, ordering: .relaxed).newValue
-            let reloading = Pending(answer: nil, killAt: killAt(deadline), installing: nil)
+            let reloading = Pending(answer: nil, killAt: killAt(deadline))
             state.pending[id] = reloading
             if let killAt = reloading.killAt { scheduleWatchdog(killAt, &state) }
             _ = process.write(WorkerFrame.load(script: script, source: source, deadline: deadline.nanoseconds).encoded(id: id))
         }
     }
 
-    // MARK: the deadline watchdog
+    // MARK: the watchdog: deadlines, cancels, stopped and oversized workers
 
     private func scheduleWatchdog(_ at: Int64, _ state: inout State) {
         if let current = state.watchdogAt, current <= at { return }
@@ -574,8 +649,9 @@ private final class WorkerSlot: Sendable {
         watchdog.schedule(deadline: .now() + .nanoseconds(Int(clamping: delay)), repeating: .never)
     }
 
-    /// How often a worker with calls in flight is checked for being stopped: a stopped worker
-    /// is noticed this soon, not at the calls' deadlines (45 s by default).
+    /// How often a worker with calls in flight is checked for being stopped or past its
+    /// memory cap: a stopped worker is noticed this soon, not at the calls' deadlines (45 s
+    /// by default).
     static let stoppedCheckInterval: Int64 = 1_000_000_000
 
     private func watchdogFired() {
@@ -584,10 +660,17 @@ private final class WorkerSlot: Sendable {
             let now = sbx_monotonic_ns()
             let expired = state.pending.filter { ($0.value.killAt ?? .max) <= now }
             guard !expired.isEmpty else {
-                guard !state.pending.isEmpty else { return ([], nil) }
-                if let process = state.process, process.isStopped {
+                guard !state.pending.isEmpty, let process = state.process else { return ([], nil) }
+                if process.isStopped {
                     process.kill()  // its reader reaps it
-                    return ([], replaceWorker(&state, reason: "its worker process was stopped (SIGSTOP or a debugger), so it was replaced"))
+                    return ([], replaceWorker(&state, reason: "its worker process was stopped (SIGSTOP or a debugger), so it was replaced",
+                                              rerunningTheRest: true))
+                }
+                if let resident = process.residentBytes, resident > configuration.workerMemoryLimit {
+                    process.kill()
+                    let reason = "its worker process held \(formatBytes(resident)), more than its limit of "
+                        + "\(formatBytes(configuration.workerMemoryLimit)), so it was replaced"
+                    return ([], replaceWorker(&state, reason: reason, rerunningTheRest: false))
                 }
                 let next = state.pending.values.compactMap(\.killAt).min() ?? .max
                 scheduleWatchdog(min(next, now + Self.stoppedCheckInterval), &state)
@@ -595,8 +678,10 @@ private final class WorkerSlot: Sendable {
             }
             for id in expired.keys { state.pending.removeValue(forKey: id) }
             state.process?.kill()  // its reader reaps it
-            let reason = "its worker was restarted because another call there overran its deadline"
-            return (Array(expired.values), replaceWorker(&state, reason: reason))
+            let reason = expired.values.allSatisfy(\.isCancelled)
+                ? "its worker was restarted because another call there went on \(configuration.cancelGrace) after it was cancelled"
+                : "its worker was restarted because another call there overran its deadline"
+            return (Array(expired.values), replaceWorker(&state, reason: reason, rerunningTheRest: true))
         }
         for request in overran {
             request.answerNow(RawOutcome(

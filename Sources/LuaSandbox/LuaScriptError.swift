@@ -5,10 +5,13 @@ public struct LuaScriptError: Error, Sendable, Equatable {
         case runtime
         /// The source does not compile.
         case syntax
-        /// The script's state reached its memory cap.
+        /// The script's state reached its memory cap, or the worker's scripts together reached
+        /// the worker's.
         case memoryLimit = "memory_limit"
         /// The call ran past its deadline and was stopped.
         case deadlineExceeded = "deadline_exceeded"
+        /// The call used more CPU time than it was allowed, and was stopped.
+        case cpuLimit = "cpu_limit"
         /// The call was cancelled by its caller.
         case cancelled
         /// The call returned a value that cannot leave the sandbox (a function, a cycle...).

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 internal import CLuaSandbox
 
 /// The main loop of a worker process: the supervisor's `LuaEngine` starts it and talks to
@@ -110,6 +111,16 @@ private final class AnswerOutbox: Sendable {
         if now || full { flush() }
     }
 
+    /// Writes everything queued, waiting for a write under way on another thread, for a
+    /// worker about to end itself (at most about a second).
+    func flushCompletely() {
+        for _ in 0..<1000 {
+            flush()
+            if state.withLock({ $0.count == 0 && !$0.writing }) { return }
+            usleep(1000)
+        }
+    }
+
     func flush() {
         let writesNow = state.withLock { state in
             guard !state.writing, state.count > 0 else { return false }
@@ -143,11 +154,66 @@ private final class AnswerOutbox: Sendable {
 /// The worker's answers; one per process, so the C stall callback can reach it.
 private let answers = AnswerOutbox()
 
+/// Ends the worker when a call with a CPU limit keeps its thread busy in a C function (a
+/// pattern backtracking through a page) `grace` past the limit, where the count hook cannot
+/// stop it: the call is answered so, and the worker exits, for the supervisor to replace it
+/// and run its other calls again. Checks every `interval` while such calls run, else never.
+private final class CPUWatch: Sendable {
+    private struct Watched {
+        let clock: clockid_t
+        let startedAt: Int64
+        let limit: Int64
+    }
+
+    static let grace: Int64 = 200_000_000
+    static let interval: DispatchTimeInterval = .milliseconds(50)
+    private let watched = PlainLock<[UInt64: Watched]>([:])
+    // Dispatch sources are thread-safe; the type just predates Sendable.
+    private nonisolated(unsafe) let timer: any DispatchSourceTimer
+
+    init() {
+        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "lua-sandbox.cpu-watch"))
+        timer.setEventHandler { [unowned self] in check() }
+        timer.activate()
+    }
+
+    /// Watches the calling thread's CPU time for request `id` until `end(id)`.
+    func begin(_ id: UInt64, limit: Int64) {
+        var clock = clockid_t()
+        guard pthread_getcpuclockid(pthread_self(), &clock) == 0 else { return }
+        let startedAt = sbx_cpu_clock_ns(clock)
+        watched.withLock { watched in
+            watched[id] = Watched(clock: clock, startedAt: startedAt, limit: limit)
+            if watched.count == 1 { timer.schedule(deadline: .now() + Self.interval, repeating: Self.interval) }
+        }
+    }
+
+    func end(_ id: UInt64) {
+        watched.withLock { watched in
+            watched.removeValue(forKey: id)
+            if watched.isEmpty { timer.schedule(deadline: .distantFuture, repeating: .never) }
+        }
+    }
+
+    private func check() {
+        let runaway = watched.withLock { watched in
+            watched.first { _, call in sbx_cpu_clock_ns(call.clock) - call.startedAt > call.limit + Self.grace }?.key
+        }
+        guard let runaway else { return }
+        answers.send(WorkerFrame.outcome(RawOutcome(error: LuaScriptError(
+            .cpuLimit, "CPU time limit exceeded in a C function; stopped by ending its worker process"))).encoded(id: runaway),
+                     now: true)
+        answers.flushCompletely()
+        _exit(WorkerProcess.stoppedARunawayCallStatus)
+    }
+}
+
 private final class Worker: Sendable {
     let modules: [HostModule]
     let requests = PlainLock(RequestBook())
     let scheduler: ScriptScheduler
     let groups: Groups
+    let cpuWatch = CPUWatch()
 
     /// Time allowed to rebuild a script's state after it overran or hit its memory cap;
     /// the script loaded within its deadline before, so this is generous.
@@ -168,7 +234,7 @@ private final class Worker: Sendable {
     /// own lane of the scheduler, so a slow script never holds up this loop or other scripts.
     func serve() {
         var scripts: [UInt32: ScriptHost] = [:]
-        var configuration: (prelude: ScriptSource?, memoryLimit: Int) = (nil, 32 << 20)
+        var configuration = Configuration()
         var assembler = FrameAssembler()
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
@@ -179,19 +245,22 @@ private final class Worker: Sendable {
                 while let body = try assembler.next() {
                     let (id, frame) = try WorkerFrame.decode(body)
                     switch frame {
-                    case .configure(let prelude, let memoryLimit):
-                        configuration = (prelude, Int(clamping: memoryLimit))
+                    case .configure(let prelude, let memoryLimit, let workerMemoryLimit):
+                        configuration = Configuration(prelude: prelude, memoryLimit: Int(clamping: memoryLimit),
+                                                      workerMemoryLimit: Int(clamping: workerMemoryLimit))
+                        sbx_set_worker_memory_limit(Int(clamping: workerMemoryLimit))
                     case .load(let script, let source, let deadline):
                         let host = scripts[script] ?? ScriptHost(group: Int(script) % groups.count)
                         scripts[script] = host
                         load(source, into: host, id: id, deadline: deadline, configuration: configuration)
-                    case .call(let script, let entry, let arguments, let deadline):
+                    case .call(let script, let entry, let arguments, let deadline, let cpuLimit):
                         guard let host = scripts[script] else {
-                            respond(id, RawOutcome(unavailable: "the script is not loaded in this worker"), now: true)
+                            respond(id, RawOutcome(unavailable: "the script is not loaded in this worker"), configuration, now: true)
                             continue
                         }
                         _ = requests.withLock { $0.queued.insert(id) }
-                        call(entry, arguments, on: host, id: id, deadline: deadline, configuration: configuration)
+                        call(entry, arguments, on: host, id: id, deadline: deadline, cpuLimit: cpuLimit,
+                             configuration: configuration)
                     case .unload(let script):
                         if let host = scripts.removeValue(forKey: script) {
                             scheduler.enqueue({ host.state = nil }, on: host.lane)
@@ -215,8 +284,15 @@ private final class Worker: Sendable {
         }
     }
 
+    /// What the supervisor's first frame set.
+    struct Configuration {
+        var prelude: ScriptSource?
+        var memoryLimit = 32 << 20
+        var workerMemoryLimit = Int.max
+    }
+
     private func load(_ source: ScriptSource, into host: ScriptHost, id: UInt64, deadline: Int64,
-                      configuration: (prelude: ScriptSource?, memoryLimit: Int)) {
+                      configuration: Configuration) {
         scheduler.enqueue({
             let deadline = deadline == 0 ? nil : Deadline(nanoseconds: deadline)
             let outcome: RawOutcome
@@ -230,47 +306,72 @@ private final class Worker: Sendable {
             } catch {
                 outcome = RawOutcome(error: error)
             }
-            self.respond(id, outcome)
+            self.respond(id, outcome, configuration)
         }, on: host.lane)
     }
 
     private func call(_ entry: String, _ arguments: [UInt8], on host: ScriptHost, id: UInt64, deadline: Int64,
-                      configuration: (prelude: ScriptSource?, memoryLimit: Int)) {
+                      cpuLimit: Int64, configuration: Configuration) {
         scheduler.enqueue({
-            let startable = self.requests.withLock { book in
-                book.queued.remove(id)
-                guard book.cancelledBeforeStart.remove(id) == nil else { return false }
-                if let state = host.state { book.running[id] = state.interruptHandle }
-                return true
-            }
-            guard startable else { return self.respond(id, RawOutcome(error: LuaScriptError(.cancelled, "cancelled"))) }
-            guard let state = host.state else {
-                return self.respond(id, RawOutcome(unavailable: "the script failed to load"))
-            }
-            let outcome = state.callRaw(entry, encodedArguments: arguments,
-                                        deadline: deadline == 0 ? nil : Deadline(nanoseconds: deadline))
-            _ = self.requests.withLock { $0.running.removeValue(forKey: id) }
-            self.respond(id, outcome)
-            // After a memory or deadline error the script starts over from a fresh state,
+            let outcome = self.run(entry, arguments, on: host, id: id, deadline: deadline, cpuLimit: cpuLimit)
+            self.respond(id, outcome, configuration)
+            // After a memory, deadline or CPU error the script starts over from a fresh state,
             // built after answering and before the script's next call (in the same lane).
-            if outcome.needsFreshState, let source = host.source,
-               let fresh = try? self.freshState(for: host, configuration),
-               fresh.loadRaw(source, deadline: .after(Self.reloadBudget)).succeeded {
+            guard outcome.needsFreshState, let source = host.source else { return }
+            if let fresh = self.reloaded(source, for: host, configuration) {
                 host.state = fresh
+            } else if outcome.hitWorkerMemoryLimit {
+                // The worker's cap may leave no room for a new state beside the old one: the
+                // old one goes first, and its memory is collected as the new one needs it.
+                host.state = nil
+                host.state = self.reloaded(source, for: host, configuration)
             }
         }, on: host.lane)
     }
 
+    /// Runs a call in the script's state. A method of its own, so no reference to the state
+    /// outlives the call (the state is closed when the script's host lets it go).
+    private func run(_ entry: String, _ arguments: [UInt8], on host: ScriptHost, id: UInt64, deadline: Int64,
+                     cpuLimit: Int64) -> RawOutcome {
+        let startable = requests.withLock { book in
+            book.queued.remove(id)
+            guard book.cancelledBeforeStart.remove(id) == nil else { return false }
+            if let state = host.state { book.running[id] = state.interruptHandle }
+            return true
+        }
+        guard startable else { return RawOutcome(error: LuaScriptError(.cancelled, "cancelled")) }
+        guard let state = host.state else { return RawOutcome(unavailable: "the script failed to load") }
+        if cpuLimit > 0 { cpuWatch.begin(id, limit: cpuLimit) }
+        let outcome = state.callRaw(entry, encodedArguments: arguments,
+                                    deadline: deadline == 0 ? nil : Deadline(nanoseconds: deadline),
+                                    cpuLimit: cpuLimit > 0 ? .nanoseconds(cpuLimit) : nil)
+        if cpuLimit > 0 { cpuWatch.end(id) }
+        _ = requests.withLock { $0.running.removeValue(forKey: id) }
+        return outcome
+    }
+
+    /// A fresh state with `source` loaded, or nil if it cannot be built or does not load.
+    private func reloaded(_ source: ScriptSource, for host: ScriptHost, _ configuration: Configuration) -> SandboxedState? {
+        guard let fresh = try? freshState(for: host, configuration),
+              fresh.loadRaw(source, deadline: .after(Self.reloadBudget)).succeeded else { return nil }
+        return fresh
+    }
+
     /// A new state for the script in its group, which is built with the configured prelude
     /// the first time.
-    private func freshState(for host: ScriptHost, _ configuration: (prelude: ScriptSource?, memoryLimit: Int))
-        throws(LuaScriptError) -> SandboxedState {
+    private func freshState(for host: ScriptHost, _ configuration: Configuration) throws(LuaScriptError) -> SandboxedState {
         let group = try groups.group(host.group, modules: modules, prelude: configuration.prelude)
         return try SandboxedState(memoryLimit: configuration.memoryLimit, in: group)
     }
 
     /// Answers a request: at once from the reader thread, else as `AnswerOutbox` batches.
-    private func respond(_ id: UInt64, _ outcome: RawOutcome, now: Bool = false) {
+    /// The worker's own memory error is worded here, where its limit is known.
+    private func respond(_ id: UInt64, _ outcome: RawOutcome, _ configuration: Configuration, now: Bool = false) {
+        var outcome = outcome
+        if outcome.hitWorkerMemoryLimit {
+            outcome.message = "memory limit exceeded: this worker's scripts together hold its limit of "
+                + formatBytes(configuration.workerMemoryLimit)
+        }
         answers.send(WorkerFrame.outcome(outcome).encoded(id: id), now: now)
     }
 }

@@ -25,11 +25,16 @@ public struct CallOutcome: Sendable {
     public var logs: [LogRecord]
     /// Log lines refused by the per-call limits.
     public var droppedLogs: Int
+    /// Set when the call was run again on a new worker process, after the one it first ran
+    /// in ended through no doing of its own (another call there overran): why that one ended.
+    public var rerunReason: String?
 
-    public init(result: Result<[LuaValue], LuaScriptError>, logs: [LogRecord] = [], droppedLogs: Int = 0) {
+    public init(result: Result<[LuaValue], LuaScriptError>, logs: [LogRecord] = [], droppedLogs: Int = 0,
+                rerunReason: String? = nil) {
         self.result = result
         self.logs = logs
         self.droppedLogs = droppedLogs
+        self.rerunReason = rerunReason
     }
 
     /// The values, or the error.
@@ -46,6 +51,8 @@ struct RawOutcome: Sendable {
     var traceback: String
     var logs: [UInt8]
     var droppedLogs: UInt32
+    /// Set by the supervisor (see `CallOutcome.rerunReason`); never sent by a worker.
+    var rerunReason: String?
 
     init(_ outcome: inout sbx_outcome) {
         func take(_ buffer: sbx_buffer) -> [UInt8] {
@@ -95,6 +102,7 @@ struct RawOutcome: Sendable {
         case .syntax: SBX_ERROR_SYNTAX
         case .memoryLimit: SBX_ERROR_MEMORY
         case .deadlineExceeded: SBX_ERROR_DEADLINE
+        case .cpuLimit: SBX_ERROR_CPU
         case .cancelled: SBX_ERROR_INTERRUPTED
         case .invalidValue: SBX_ERROR_VALUE
         case .runtime, .workerLost, .unavailable: SBX_ERROR_RUNTIME
@@ -105,10 +113,13 @@ struct RawOutcome: Sendable {
 
     var succeeded: Bool { status == Int32(SBX_OK.rawValue) }
 
-    /// Memory and deadline errors leave a state worth discarding.
+    /// Memory, deadline and CPU errors leave a state worth discarding.
     var needsFreshState: Bool {
-        status == Int32(SBX_ERROR_MEMORY.rawValue) || status == Int32(SBX_ERROR_DEADLINE.rawValue)
+        [SBX_ERROR_MEMORY, SBX_ERROR_WORKER_MEMORY, SBX_ERROR_DEADLINE, SBX_ERROR_CPU].contains { status == Int32($0.rawValue) }
     }
+
+    /// Stopped by the worker's memory cap rather than the script's own.
+    var hitWorkerMemoryLimit: Bool { status == Int32(SBX_ERROR_WORKER_MEMORY.rawValue) }
 
     /// The outcome with values and logs decoded; `memoryLimit` words the memory error.
     func decoded(memoryLimit: Int) -> CallOutcome {
@@ -123,7 +134,7 @@ struct RawOutcome: Sendable {
         } else {
             result = .failure(error(memoryLimit: memoryLimit))
         }
-        return CallOutcome(result: result, logs: Self.decodeLogs(logs), droppedLogs: Int(droppedLogs))
+        return CallOutcome(result: result, logs: Self.decodeLogs(logs), droppedLogs: Int(droppedLogs), rerunReason: rerunReason)
     }
 
     private func error(memoryLimit: Int) -> LuaScriptError {
@@ -134,7 +145,9 @@ struct RawOutcome: Sendable {
         case SBX_ERROR_MEMORY:
             kind = .memoryLimit
             message = "memory limit exceeded (\(formatBytes(memoryLimit)))"
+        case SBX_ERROR_WORKER_MEMORY: kind = .memoryLimit
         case SBX_ERROR_DEADLINE: kind = .deadlineExceeded
+        case SBX_ERROR_CPU: kind = .cpuLimit
         case SBX_ERROR_INTERRUPTED: kind = .cancelled
         case SBX_ERROR_VALUE: kind = .invalidValue
         default:
@@ -169,6 +182,10 @@ struct RawOutcome: Sendable {
 
 func formatBytes(_ bytes: Int) -> String {
     if bytes >= 1 << 20, bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
+    if bytes >= 1 << 20 {
+        let tenths = (bytes * 10 + (1 << 19)) >> 20
+        return "\(tenths / 10).\(tenths % 10) MiB"
+    }
     if bytes >= 1 << 10, bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
     return "\(bytes) bytes"
 }
@@ -427,20 +444,24 @@ public final class SandboxedState {
 
     /// Calls `entry`: the prelude's entry point of that name with the script's exports
     /// first, or else the function of that name in the script's exports.
-    public func call(_ entry: String, _ arguments: [LuaValue] = [], deadline: Deadline? = nil) -> CallOutcome {
+    /// `cpuLimit` bounds the CPU time the call may use, whatever its deadline.
+    public func call(_ entry: String, _ arguments: [LuaValue] = [], deadline: Deadline? = nil,
+                     cpuLimit: Duration? = nil) -> CallOutcome {
         do throws(LuaScriptError) {
-            return callRaw(entry, encodedArguments: try LuaValueCodec.encode(tuple: arguments), deadline: deadline)
+            return callRaw(entry, encodedArguments: try LuaValueCodec.encode(tuple: arguments), deadline: deadline,
+                           cpuLimit: cpuLimit)
                 .decoded(memoryLimit: memoryLimit)
         } catch {
             return CallOutcome(result: .failure(error))
         }
     }
 
-    func callRaw(_ entry: String, encodedArguments: [UInt8], deadline: Deadline?) -> RawOutcome {
+    func callRaw(_ entry: String, encodedArguments: [UInt8], deadline: Deadline?, cpuLimit: Duration? = nil) -> RawOutcome {
         defer { registry.endCall() }
         var outcome = sbx_outcome()
         encodedArguments.withUnsafeBufferPointer { arguments in
-            sbx_call(state, entry, arguments.baseAddress, arguments.count, deadline?.nanoseconds ?? 0, &outcome)
+            sbx_call(state, entry, arguments.baseAddress, arguments.count, deadline?.nanoseconds ?? 0,
+                     cpuLimit?.nanoseconds ?? 0, &outcome)
         }
         return RawOutcome(&outcome)
     }

@@ -127,6 +127,30 @@ final class WorkerProcess: Sendable {
         return buffer[close + 2] == UInt8(ascii: "T") || buffer[close + 2] == UInt8(ascii: "t")
     }
 
+    /// Its resident memory (the second field of /proc/PID/statm, in pages); nil once gone.
+    var residentBytes: Int? {
+        let descriptor = open("/proc/\(pid)/statm", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let count = read(descriptor, &buffer, buffer.count)
+        guard count > 0 else { return nil }
+        let fields = buffer[..<count].split(separator: UInt8(ascii: " "))
+        guard fields.count > 1, let pages = Int(String(decoding: fields[1], as: UTF8.self)) else { return nil }
+        return pages * sysconf(Int32(_SC_PAGESIZE))
+    }
+
+    /// How a worker that ended itself over a call it could not stop (one that used up its
+    /// CPU time in a C function, `SandboxWorker`) exits; that call has been answered.
+    static let stoppedARunawayCallStatus: Int32 = 4
+
+    /// How a worker process ended.
+    struct Ending {
+        let description: String
+        /// It ended itself over a call it answered (`stoppedARunawayCallStatus`).
+        var stoppedARunawayCall = false
+    }
+
     func kill() {
         ended.withLock { ended in
             if !ended { _ = Glibc.kill(pid, SIGKILL) }
@@ -135,7 +159,7 @@ final class WorkerProcess: Sendable {
 
     /// Waits for the process to end (killing it if it lingers), closes the socket, and says
     /// how the process ended.
-    func reap() -> String {
+    func reap() -> Ending {
         var status: Int32 = 0
         func reaped(_ options: Int32) -> pid_t {
             ended.withLock { ended in
@@ -160,11 +184,16 @@ final class WorkerProcess: Sendable {
             _ = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT)
             waited = reaped(WNOHANG)
         }
-        guard waited == pid else { return "ended" }
+        guard waited == pid else { return Ending(description: "ended") }
         let signal = status & 0x7f
-        if signal == 0 { return "exited with status \((status >> 8) & 0xff)" }
+        let code = (status >> 8) & 0xff
+        if signal == 0, code == Self.stoppedARunawayCallStatus {
+            return Ending(description: "ended itself, as a call there used up its CPU time in a C function",
+                          stoppedARunawayCall: true)
+        }
+        if signal == 0 { return Ending(description: "exited with status \(code)") }
         let name = signal == SIGKILL ? "SIGKILL, perhaps out of memory" : String(cString: strsignal(signal))
-        return "was killed by signal \(signal) (\(name))"
+        return Ending(description: "was killed by signal \(signal) (\(name))")
     }
 }
 

@@ -5,11 +5,13 @@ import Glibc
 /// Frames between the supervisor and a worker process over a Unix stream socket:
 /// u32 length of what follows, u8 kind, u64 request id, then the kind's fields.
 enum WorkerFrame: Sendable {
-    /// Supervisor to worker, first frame: the sandbox every state is built with.
-    case configure(prelude: ScriptSource?, memoryLimit: UInt64)
+    /// Supervisor to worker, first frame: the sandbox every state is built with, each
+    /// script's memory cap and the cap of all its scripts together.
+    case configure(prelude: ScriptSource?, memoryLimit: UInt64, workerMemoryLimit: UInt64)
     /// Load (or replace, keeping the old version if the new one fails) a script.
     case load(script: UInt32, source: ScriptSource, deadline: Int64)
-    case call(script: UInt32, entry: String, arguments: [UInt8], deadline: Int64)
+    /// A call; `deadline` and `cpuLimit` are in nanoseconds, 0 for none.
+    case call(script: UInt32, entry: String, arguments: [UInt8], deadline: Int64, cpuLimit: Int64)
     case unload(script: UInt32)
     /// Stop the request with this frame's id.
     case cancel
@@ -35,9 +37,10 @@ enum WorkerFrame: Sendable {
         }
         let kind: Kind
         switch self {
-        case .configure(let prelude, let memoryLimit):
+        case .configure(let prelude, let memoryLimit, let workerMemoryLimit):
             kind = .configure
             LuaValueCodec.appendUInt64(memoryLimit, to: &body)
+            LuaValueCodec.appendUInt64(workerMemoryLimit, to: &body)
             body.append(prelude == nil ? 0 : 1)
             if let prelude { source(prelude) }
         case .load(let script, let scriptSource, let deadline):
@@ -45,12 +48,13 @@ enum WorkerFrame: Sendable {
             LuaValueCodec.appendUInt32(script, to: &body)
             source(scriptSource)
             LuaValueCodec.appendUInt64(UInt64(bitPattern: deadline), to: &body)
-        case .call(let script, let entry, let arguments, let deadline):
+        case .call(let script, let entry, let arguments, let deadline, let cpuLimit):
             kind = .call
             LuaValueCodec.appendUInt32(script, to: &body)
             text(entry)
             string(arguments)
             LuaValueCodec.appendUInt64(UInt64(bitPattern: deadline), to: &body)
+            LuaValueCodec.appendUInt64(UInt64(bitPattern: cpuLimit), to: &body)
         case .unload(let script):
             kind = .unload
             LuaValueCodec.appendUInt32(script, to: &body)
@@ -86,8 +90,9 @@ enum WorkerFrame: Sendable {
         switch kind {
         case .configure:
             let memoryLimit = try reader.uint64()
+            let workerMemoryLimit = try reader.uint64()
             let prelude = try reader.uint8() == 1 ? try source() : nil
-            return (id, .configure(prelude: prelude, memoryLimit: memoryLimit))
+            return (id, .configure(prelude: prelude, memoryLimit: memoryLimit, workerMemoryLimit: workerMemoryLimit))
         case .load:
             let script = try reader.uint32()
             let scriptSource = try source()
@@ -96,8 +101,9 @@ enum WorkerFrame: Sendable {
             let script = try reader.uint32()
             let entry = try reader.text()
             let arguments = try reader.string()
-            return (id, .call(script: script, entry: entry, arguments: arguments,
-                              deadline: Int64(bitPattern: try reader.uint64())))
+            let deadline = Int64(bitPattern: try reader.uint64())
+            return (id, .call(script: script, entry: entry, arguments: arguments, deadline: deadline,
+                              cpuLimit: Int64(bitPattern: try reader.uint64())))
         case .unload:
             return (id, .unload(script: try reader.uint32()))
         case .cancel:

@@ -217,6 +217,57 @@ struct DaemonTests {
         #expect(try await daemon.waitForExit() == 0)
     }
 
+    /// A `present_ui` that never ends neither spins a core for good nor holds its helper:
+    /// the person hanging up their `ui` request cancels it (the network keeps waiting),
+    /// `logoff` ends it (the network stops waiting), and the helper serves its next commands.
+    @Test func aPresentUIThatNeverEndsIsEndedByHangingUpOrLoggingOff() async throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["spinning.lua": """
+            return {
+              name = "Spinning",
+              hosts = { "portal.example" },
+              evaluate = function(cmd) return "high" end,
+              authenticate = function(cmd) return "ui_required" end,
+              present_ui = function(cmd) print("spinning for " .. (cmd.answers.who or "nobody")) while true do end end,
+            }
+            """])
+        let state = try CLI.temporaryDirectory()
+        let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Spin-Venue",
+                                     "--state-dir", state, "--probe-interval", "0"])
+        try await daemon.waitForEvent(Self.isState("presenting_ui", "Spin-Venue"))
+        // A script's log lines come with its answer, so nothing shows the loop has started:
+        // each `ui` is given a moment (real time) to reach it.
+        let spinUp = Duration.milliseconds(500)
+        func isPresentUI(count: Int) async throws -> [String: Any] {
+            try await daemon.waitForEvent(count: count) { $0["event"] as? String == "command" && $0["command"] as? String == "present_ui" }
+        }
+
+        // A client that sends `ui` and hangs up.
+        let client = try Self.connectedSocket(state + "/control.sock")
+        let request = Array(#"{"command":"ui","network":"Spin-Venue","answers":{"who":"first"}}"#.utf8) + [10]
+        #expect(write(client, request, request.count) == request.count)
+        try await Task.sleep(for: spinUp)
+        close(client)
+        #expect(try await isPresentUI(count: 1)["error"] as? String == "cancelled")
+        try await daemon.waitForEvent { ($0["message"] as? String)?.contains("present_ui was cancelled; Spin-Venue still waits for a person") == true }
+
+        // The network still waits: a second `ui` runs, and `logoff` ends it.
+        let ui = Task { try await CLI.run(["ui", "Spin-Venue", "--answer", "who=second", "--state-dir", state]) }
+        try await Task.sleep(for: spinUp)
+        let logoff = try await CLI.run(["logoff", "Spin-Venue", "--state-dir", state])
+        #expect(logoff.status == 0, "\(logoff.errors)")
+        #expect(logoff.output.contains("Spin-Venue no longer waits for a person"), "\(logoff.output)")
+        let answered = try await ui.value
+        #expect(answered.status == 1)
+        #expect(answered.errors.contains("Spin-Venue is inactive"), "\(answered.errors)")
+        #expect(try await isPresentUI(count: 2)["error"] as? String == "cancelled")
+
+        // The helper is free: joining again evaluates and authenticates with it at once.
+        let joined = try await CLI.run(["join", "Spin-Venue", "--state-dir", state])
+        #expect(joined.output.contains("Spin-Venue waits for a person"), "\(joined.output) \(joined.errors)")
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
     /// Silent clients of the control socket hold no thread of the daemon's (each held one, and
     /// 400 took the daemon from 8 to 260 threads), and the daemon still answers.
     @Test func silentControlClientsHoldNoThreads() async throws {

@@ -23,11 +23,12 @@ final class FakeTransport: HelperTransport {
     typealias Answer = @Sendable (CommandRequest) -> HelperResponse
 
     private struct State {
-        var held: [String: [CheckedContinuation<Void, Never>]] = [:]
+        var held: [String: [CheckedContinuation<Bool, Never>]] = [:]
         var holding: Set<String> = []
         var answers: [String: [HotspotCommand: [Answer]]] = [:]
         var sent: [(helper: String, request: CommandRequest)] = []
         var cancelled: [String] = []
+        var cancelledCommands: [String] = []
         var replaced: [[String]] = []
         var answerOrder: [String] = []
     }
@@ -50,7 +51,10 @@ final class FakeTransport: HelperTransport {
     /// Every command sent, in order, as `helper:command`.
     var sent: [String] { state.withLock { $0.sent.map { "\($0.helper):\($0.request.command.rawValue)" } } }
     var requests: [(helper: String, request: CommandRequest)] { state.withLock { $0.sent } }
+    /// The helpers `sendAll` left out after `take` said stop.
     var cancelled: [String] { state.withLock { $0.cancelled } }
+    /// The held commands cancelled while they waited, as `helper:command`.
+    var cancelledCommands: [String] { state.withLock { $0.cancelledCommands } }
     var replaced: [[String]] { state.withLock { $0.replaced } }
 
     private func respond(_ request: CommandRequest, _ helper: FakeHelper) -> HelperResponse {
@@ -76,7 +80,7 @@ final class FakeTransport: HelperTransport {
             state.holding.remove(key)
             return state.held.removeValue(forKey: key) ?? []
         }
-        for continuation in waiting { continuation.resume() }
+        for continuation in waiting { continuation.resume(returning: true) }
     }
 
     /// Whether a command of `helper` waits in `hold`.
@@ -84,15 +88,26 @@ final class FakeTransport: HelperTransport {
         state.withLock { !($0.held["\(helper):\(command.rawValue)"] ?? []).isEmpty }
     }
 
+    /// A held command whose task is cancelled answers `failure("cancelled")` at once, as
+    /// the engine's calls do, and is listed in `cancelledCommands`.
     nonisolated(nonsending) func send(_ request: CommandRequest, to helper: FakeHelper) async -> HelperResponse {
         let key = "\(helper.id):\(request.command.rawValue)"
-        await withCheckedContinuation { continuation in
-            let held = state.withLock { state in
-                guard state.holding.contains(key) else { return false }
-                state.held[key, default: []].append(continuation)
-                return true
+        let released = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let held = state.withLock { state in
+                    guard state.holding.contains(key), !Task.isCancelled else { return false }
+                    state.held[key, default: []].append(continuation)
+                    return true
+                }
+                if !held { continuation.resume(returning: !Task.isCancelled) }
             }
-            if !held { continuation.resume() }
+        } onCancel: {
+            let waiting = state.withLock { $0.held.removeValue(forKey: key) ?? [] }
+            for continuation in waiting { continuation.resume(returning: false) }
+        }
+        guard released else {
+            state.withLock { $0.cancelledCommands.append(key) }
+            return .failure("cancelled")
         }
         return respond(request, helper)
     }

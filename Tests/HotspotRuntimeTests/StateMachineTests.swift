@@ -117,6 +117,21 @@ import HotspotCore
         #expect(fixture.events.transitions.suffix(2) == ["authenticating>presenting_ui", "presenting_ui>authenticated"])
     }
 
+    /// `present_ui` has no deadline, as it waits on a person; its CPU time is bounded all
+    /// the same, so a script that loops fails instead of spinning a core for good.
+    @Test func aPresentUIThatLoopsIsStoppedByItsCPULimit() async throws {
+        let fixture = try await RuntimeFixture(scripts: [
+            "ui": venue("UI", confidence: "high", handlers: [
+                "authenticate": "return 'ui_required'",
+                "present_ui": "while true do end",
+            ]),
+        ], configuration: .init(presentUIDeadline: nil, presentUICPULimit: .milliseconds(300)))
+        #expect(await fixture.runtime.join(guest) == .presentingUI)
+        #expect(await fixture.runtime.presentUI(guest.ssid) == .failure)
+        let presented = try #require(fixture.events.commands(.presentUI).last)
+        #expect(presented.error?.contains("CPU time limit exceeded") == true, "\(presented.error ?? "")")
+    }
+
     @Test func maintainWithAuthenticationRequiredAuthenticatesAgain() async throws {
         let fixture = try await RuntimeFixture(scripts: [
             "expiring": venue("Expiring", confidence: "high", handlers: [

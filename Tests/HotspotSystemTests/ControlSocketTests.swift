@@ -115,6 +115,29 @@ struct ControlSocketTests {
         #expect(answer.contains("the request ended without its newline"), "\(answer)")
     }
 
+    /// A `ui` request whose client hangs up is cancelled (the person gave up); any other
+    /// request runs to its end, so a client going away leaves no change half made.
+    @Test func aHangUpCancelsAUIRequestOnly() async throws {
+        let path = try scratchDirectory("state") + "/" + ControlServer.fileName
+        let ended = Mutex<[ControlRequest.Command: Bool]>([:])  // command: whether it was cancelled
+        let server = try ControlServer(path: path) { request in
+            let end = ContinuousClock.now + .seconds(1)
+            while ContinuousClock.now < end, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
+            ended.withLock { $0[request.command] = Task.isCancelled }
+            return ControlReply(ok: true, message: "done")
+        }
+        defer { server.stop() }
+        for command in [ControlRequest.Command.ui, .logoff] {
+            try await onOwnThread {
+                let descriptor = try ControlServer.connect(path)
+                _ = ControlServer.writeAll(descriptor, Array(#"{"command":"\#(command.rawValue)","network":"Cafe"}"#.utf8) + [10])
+                close(descriptor)
+            }
+        }
+        try await eventually("both requests ended") { ended.withLock { $0.count } == 2 }
+        #expect(ended.withLock { $0 } == [.ui: true, .logoff: false])
+    }
+
     @Test func aPathTooLongForASocketIsAClearError() {
         let path = "/tmp/" + String(repeating: "d", count: 120) + "/control.sock"
         #expect {

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /// A growable byte buffer allocated with malloc (never with the script's allocator).
 typedef struct sbx_buffer {
@@ -45,6 +46,10 @@ typedef enum sbx_status {
     SBX_ERROR_DEADLINE = 4,
     SBX_ERROR_INTERRUPTED = 5,
     SBX_ERROR_VALUE = 6,
+    /// The worker's scripts together reached the worker's cap (`sbx_set_worker_memory_limit`).
+    SBX_ERROR_WORKER_MEMORY = 7,
+    /// The call used up its CPU time (`cpu_limit_ns` of `sbx_call`).
+    SBX_ERROR_CPU = 8,
 } sbx_status;
 
 /// Log levels recorded by `print` and host functions.
@@ -159,9 +164,10 @@ void sbx_load_script(sbx_state *state, const char *chunk_name, const char *sourc
 
 /// Calls `entry` with an encoded tuple of arguments: the prelude's entry point
 /// `entry(exports, ...)` when there is one, otherwise `exports[entry](...)`.
-/// `deadline_ns` is on CLOCK_MONOTONIC; 0 means no deadline.
+/// `deadline_ns` is on CLOCK_MONOTONIC; 0 means no deadline. `cpu_limit_ns` bounds the CPU
+/// time the call's thread may use from its start (the count hook checks it); 0 means none.
 void sbx_call(sbx_state *state, const char *entry, const uint8_t *arguments,
-              size_t arguments_length, int64_t deadline_ns, sbx_outcome *outcome);
+              size_t arguments_length, int64_t deadline_ns, int64_t cpu_limit_ns, sbx_outcome *outcome);
 
 /// Asks the running call to stop at its next hook (thread-safe).
 void sbx_interrupt(sbx_state *state);
@@ -183,12 +189,24 @@ void sbx_set_stall_callback(void (*callback)(void));
 /// Bytes currently charged to the script.
 size_t sbx_memory_used(const sbx_state *state);
 
+/// Caps what every script of every group in this process may hold together, on top of each
+/// script's own cap: an allocation past it fails as the script's own cap would, and the
+/// call ends with SBX_ERROR_WORKER_MEMORY. SIZE_MAX (the default) means no cap.
+void sbx_set_worker_memory_limit(size_t limit);
+
+/// Bytes the scripts of every group in this process hold together.
+size_t sbx_worker_memory_used(void);
+
 /// Whether the script ran since its standard globals were last restored, so that its next
 /// call restores them first (unless a quiet worker does it before: sbx_group_tidy_idle).
 int sbx_globals_changed(sbx_state *state);
 
 /// CLOCK_MONOTONIC in nanoseconds, the clock deadlines are measured on.
 int64_t sbx_monotonic_ns(void);
+
+/// The CPU time `clock` (a thread's clock from pthread_getcpuclockid) has counted, in
+/// nanoseconds; -1 when it cannot be read.
+int64_t sbx_cpu_clock_ns(clockid_t clock);
 
 
 /// Asks the kernel to SIGKILL this process when its parent dies (prctl is variadic,
