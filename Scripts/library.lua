@@ -1,12 +1,18 @@
 -- City Library: the portal wants the visitor's email address (the simulator's `email`).
--- Only a person can give it, so `authenticate` answers `ui_required`, and `present_ui`
--- submits what the person entered (`cmd.answers.email`).
+-- Only a person can give it, so `authenticate` answers `ui_required`; `ui` says what to ask
+-- them, and `present_ui` submits what they entered (`cmd.answers.email`), which the runtime
+-- has checked is an email address.
 
 local SSID = "City-Library"
 
 return {
   name = "City Library",
   hosts = { "wifi.library.example" },
+  ui = {
+    title = "City Library Wi-Fi",
+    message = "The library lets you in with your email address.",
+    fields = { { name = "email", label = "Email address", kind = "email" } },
+  },
 
   evaluate = function(cmd)
     return cmd.network.ssid == SSID and "high" or "none"
@@ -21,11 +27,7 @@ return {
   end,
 
   present_ui = function(cmd)
-    local email = cmd.answers and cmd.answers.email
-    if not email then
-      log.warn("the library asks for an email address; answer with --answer email=...")
-      return "failure"
-    end
+    local email = cmd.answers.email
     local page, problem = cmd:http{ url = cmd.store.portal_url }
     if not page then
       log.warn(problem)

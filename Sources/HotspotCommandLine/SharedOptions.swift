@@ -7,6 +7,7 @@ import HotspotNetwork
 package import HotspotRuntime
 import HotspotSystem
 package import LuaSandbox
+import HotspotCore
 
 /// The network's own DNS resolvers, asked through its interface.
 package struct ResolverOptions: ParsableArguments {
@@ -198,6 +199,9 @@ package struct AnswerOptions: ParsableArguments {
             throw ValidationError("--answer \(answer) must be name=value, such as email=guest@example.org")
         }
     }
+
+    /// Whether any answer was given on the command line.
+    package var given: Bool { !answerFlags.isEmpty || answersFile != nil }
 
     /// The answers from the file, then the flags (a flag wins over a line of the file).
     package func answers() throws -> [String: String] {

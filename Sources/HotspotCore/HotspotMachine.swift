@@ -54,6 +54,8 @@ public actor HotspotMachine<Transport: HelperTransport> {
         /// The `present_ui` under way: logging off, switching its helper off and leaving the
         /// network end it.
         var presentingUI: Task<HelperResponse, Never>?
+        /// What the helper asks the person, while the network waits for one.
+        var questions: PersonQuestions?
     }
 
     struct Due {
@@ -94,6 +96,10 @@ public actor HotspotMachine<Transport: HelperTransport> {
 
     public func state(of ssid: String) -> HotspotState { sessions[ssid]?.state ?? .inactive }
     public func chosenHelper(of ssid: String) -> String? { sessions[ssid]?.helper }
+    /// What the helper asks the person, while the network waits for one and the helper said.
+    public func questions(of ssid: String) -> PersonQuestions? {
+        sessions[ssid]?.state == .presentingUI ? sessions[ssid]?.questions : nil
+    }
 
     /// Puts a new set of helpers in place (scripts reloaded, added or removed) without
     /// touching the sessions: a network keeps its chosen helper when that helper is still
@@ -185,6 +191,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
             scheduleMaintain(ssid)
             return .authenticated
         case .uiRequired:
+            sessions[ssid]?.questions = response.questions
             transition(ssid, to: .presentingUI, helper: helper.id)  // until the user opens the UI
             return .presentingUI
         case .unsupportedNetwork:
@@ -263,11 +270,23 @@ public actor HotspotMachine<Transport: HelperTransport> {
     /// they entered (`cmd.answers`: an email address, a room number, a voucher...).
     @discardableResult
     ///
-    /// One at a time per network. When the caller's task is cancelled (the person gave up),
-    /// the helper's command is cancelled and the network keeps waiting for a person.
+    /// One at a time per network. When the helper said what it asks, the answers are checked
+    /// first: answers that do not do are not sent, and the network keeps waiting (the
+    /// caller finds why with `questions(of:)` and `PersonQuestions.problems(with:)`). When the
+    /// caller's task is cancelled (the person gave up), the helper's command is cancelled and
+    /// the network keeps waiting for a person.
     public func presentUI(_ ssid: String, answers: [String: String] = [:]) async -> HotspotState {
         guard let session = sessions[ssid], session.state == .presentingUI, session.presentingUI == nil,
               let id = session.helper, let helper = helpers.first(where: { $0.id == id }) else { return state(of: ssid) }
+        var answers = answers
+        if let questions = session.questions {
+            let problems = questions.problems(with: answers)
+            guard problems.isEmpty else {
+                log(ssid, .warn, "answers for \(ssid) not sent to its helper: \(problems.joined(separator: "; "))", helper: id)
+                return .presentingUI
+            }
+            answers = questions.normalized(answers)
+        }
         let command = Task { await send(.presentUI, to: helper, ssid: ssid, isChosen: true, answers: answers) }
         sessions[ssid]?.presentingUI = command
         let response = await withTaskCancellationHandler { await command.value } onCancel: { command.cancel() }

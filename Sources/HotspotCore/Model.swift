@@ -124,12 +124,16 @@ public struct HelperResponse: Sendable, Equatable {
     public var confidence: Confidence
     public var claims: [ScannedNetwork]
     public var error: String?
+    /// For `ui_required`: what to ask the person, when the helper says.
+    public var questions: PersonQuestions?
 
-    public init(result: CommandResult, confidence: Confidence = .none, claims: [ScannedNetwork] = [], error: String? = nil) {
+    public init(result: CommandResult, confidence: Confidence = .none, claims: [ScannedNetwork] = [], error: String? = nil,
+                questions: PersonQuestions? = nil) {
         self.result = result
         self.confidence = confidence
         self.claims = claims
         self.error = error
+        self.questions = questions
     }
 
     public static func failure(_ error: String) -> HelperResponse {
@@ -147,6 +151,7 @@ public struct HelperResponse: Sendable, Equatable {
         }
         var checked = self
         if result != .success { checked.confidence = .none }
+        if result != .uiRequired { checked.questions = nil }
         return checked
     }
 }

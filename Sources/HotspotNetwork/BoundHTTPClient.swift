@@ -3,6 +3,7 @@ internal import CCurl
 import Glibc
 #endif
 import Synchronization
+import HotspotCore
 
 /// Cookies of one helper on one network session, in libcurl's cookie engine (domain,
 /// path, expiry and `Secure` as curl applies them). Requests of the same session share
@@ -342,14 +343,5 @@ private struct CurlLists {
     func free() {
         hh_curl_slist_free_all(headers)
         hh_curl_slist_free_all(resolve)
-    }
-}
-
-extension Substring {
-    package func trimmingWhitespace() -> String {
-        guard let first = firstIndex(where: { !$0.isWhitespace }), let last = lastIndex(where: { !$0.isWhitespace }) else {
-            return ""
-        }
-        return String(self[first...last])
     }
 }

@@ -1,3 +1,5 @@
+import HotspotCore
+
 /// What a network's RFC 8908 Captive Portal API says about the device's session.
 public struct CaptivePortalStatus: Sendable, Equatable {
     /// Whether the device is held by the portal (`captive`, which the API must give).

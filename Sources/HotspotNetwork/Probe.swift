@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import HotspotCore
 #endif
 
 /// One connectivity probe: a request, and what an open Internet answers to it.
@@ -193,8 +194,4 @@ enum RegularExpression {
         defer { regfree(&compiled) }
         return regexec(&compiled, text, 0, nil, 0) == 0
     }
-}
-
-extension String {
-    package func trimmingWhitespace() -> String { self[...].trimmingWhitespace() }
 }

@@ -9,10 +9,10 @@ public struct DispatchAnswer: Sendable {
     /// The values, in the order `dispatch` returns them (plain values are the cheapest to
     /// carry back; prelude.lua's `dispatch` ends with them in this order).
     enum Value: Int {
-        case result, error, confidence, claims, store
+        case result, error, confidence, claims, store, questions
     }
 
-    public let result, error, confidence, claims, store: LuaValue
+    public let result, error, confidence, claims, store, questions: LuaValue
 
     public init(_ values: [LuaValue]) {
         func value(_ named: Value) -> LuaValue { named.rawValue < values.count ? values[named.rawValue] : .nil }
@@ -21,6 +21,7 @@ public struct DispatchAnswer: Sendable {
         confidence = value(.confidence)
         claims = value(.claims)
         store = value(.store)
+        questions = value(.questions)
     }
 }
 

@@ -16,6 +16,9 @@ public struct HelperScript: Sendable, Hashable {
     /// as its portal (the probe's redirect, the Captive Portal API, WISPr messages).
     public let followsPortal: Bool
     public let handlers: Set<HotspotCommand>
+    /// The script's `ui`: what it asks a person when it answers `ui_required` without
+    /// questions of its own.
+    public let questions: PersonQuestions?
     let handle: ScriptHandle
 
     public static let maximumDisplayNameLength = 15
@@ -69,10 +72,11 @@ extension HelperScript {
             return .failure(ScriptProblems(problems: [ScriptProblem(location: path, message: "cannot read what the script returned: \(error)")]))
         }
         switch check(described, path: path, source: text) {
-        case .success(let (displayName, hosts, handlers)):
+        case .success(let contract):
             let id = path.pathLastComponent.pathDeletingExtension
-            return .success(HelperScript(id: id, path: path, displayName: displayName, hosts: hosts.patterns,
-                                         followsPortal: hosts.followsPortal, handlers: handlers, handle: handle))
+            return .success(HelperScript(id: id, path: path, displayName: contract.displayName, hosts: contract.hosts,
+                                         followsPortal: contract.followsPortal, handlers: contract.handlers,
+                                         questions: contract.questions, handle: handle))
         case .failure(let problems):
             engine.unload(handle)
             return .failure(problems)
@@ -91,10 +95,17 @@ extension HelperScript {
         return String(error.message.dropFirst(location.count + 2))
     }
 
+    /// What a script's returned table says, once checked against the contract.
+    struct Contract: Equatable {
+        var displayName: String
+        var hosts: [HostPattern]
+        var followsPortal: Bool
+        var handlers: Set<HotspotCommand>
+        var questions: PersonQuestions?
+    }
+
     /// Checks the prelude's description of the returned table against the contract.
-    static func check(_ described: LuaValue, path: String, source: String)
-        -> Result<(String, (patterns: [HostPattern], followsPortal: Bool), Set<HotspotCommand>), ScriptProblems>
-    {
+    static func check(_ described: LuaValue, path: String, source: String) -> Result<Contract, ScriptProblems> {
         let table = described.tableValue ?? LuaTable()
         func at(_ key: String) -> String { lineOf(key, in: source).map { "\(path):\($0)" } ?? path }
         guard table["returned"] == "table" else {
@@ -142,9 +153,18 @@ extension HelperScript {
         }
         for unknown in (table["unknown"].tableValue?.array ?? []).compactMap(\.stringValue).sorted() {
             let known = HotspotCommand.allCases.map(\.rawValue).joined(separator: ", ")
-            problems.append(ScriptProblem(location: at(unknown), message: "unknown field `\(unknown)`; handlers are \(known), plus `name` and `hosts`"))
+            problems.append(ScriptProblem(location: at(unknown), message: "unknown field `\(unknown)`; handlers are \(known), plus `name`, `hosts` and `ui`"))
         }
-        return problems.isEmpty ? .success((name, (hosts, followsPortal), handlers)) : .failure(ScriptProblems(problems: problems))
+        var questions: PersonQuestions?
+        if !table["ui"].isNil {
+            do throws(PersonQuestions.ReadingProblem) {
+                questions = try PersonQuestions(lua: table["ui"], named: "ui")
+            } catch {
+                problems.append(ScriptProblem(location: at("ui"), message: error.description))
+            }
+        }
+        guard problems.isEmpty else { return .failure(ScriptProblems(problems: problems)) }
+        return .success(Contract(displayName: name, hosts: hosts, followsPortal: followsPortal, handlers: handlers, questions: questions))
     }
 
     /// The first line that assigns `key =` (a best effort: the line an operator looks at).

@@ -49,6 +49,7 @@ public actor HotspotDaemon {
     private let emit: @Sendable (HotspotEvent) -> Void
     private let linkCheckInterval: Duration
     private let connectivity: ConnectivityMonitor.Settings?
+    private let activity: RecentActivity
     private var linkWatch: Task<Void, Never>?
     private var connectivityWatches: [Task<Void, Never>] = []
 
@@ -56,14 +57,16 @@ public actor HotspotDaemon {
     ///   - networks: one per source, with its interface, resolvers and probes.
     ///   - connectivity: how each network's connectivity is polled (nil: it is not); a
     ///     network that turns captive while authenticated gets `maintain` at once.
+    ///   - activity: fed with the events the runtime and the daemon emit, for `status`.
     public init(runtime: HotspotRuntime, catalog: HelperCatalog, networks: [NetworkDescription],
                 linkCheckInterval: Duration = .seconds(2), connectivity: ConnectivityMonitor.Settings? = nil,
-                events: @escaping @Sendable (HotspotEvent) -> Void) {
+                activity: RecentActivity = RecentActivity(), events: @escaping @Sendable (HotspotEvent) -> Void) {
         self.runtime = runtime
         self.catalog = catalog
         self.networks = networks
         self.linkCheckInterval = linkCheckInterval
         self.connectivity = connectivity
+        self.activity = activity
         self.emit = events
     }
 
@@ -119,13 +122,39 @@ public actor HotspotDaemon {
             }
         case .disable, .enable:
             return await setHelper(request)
+        case .status:
+            return ControlReply(ok: true, message: "\(networks.count) network\(networks.count == 1 ? "" : "s")", status: await status())
         }
+    }
+
+    /// The networks and helpers as a person sees them (`hotspot-helper status`).
+    public func status() async -> DaemonStatus {
+        let saved = runtime.stateDirectory.snapshot
+        var views: [DaemonStatus.Network] = []
+        for network in networks {
+            let ssid = network.ssid
+            let verdict = activity.connectivity(of: ssid)
+            views.append(DaemonStatus.Network(
+                ssid: ssid, interface: network.interface, state: await runtime.state(of: ssid),
+                helper: await runtime.chosenHelper(of: ssid), questions: await runtime.questions(of: ssid),
+                connectivity: verdict?.verdict.rawValue, portalURL: verdict?.portalURL,
+                autoJoinDisabled: saved.autoJoinDisabled.contains(ssid), recentCommands: activity.commands(of: ssid)))
+        }
+        let helpers = await catalog.helpers.map { helper in
+            DaemonStatus.Helper(id: helper.id, displayName: helper.displayName, switchedOff: saved.disabledHelpers.contains(helper.id),
+                                offFor: saved.disabledForNetwork.filter { $0.value.contains(helper.id) }.keys.sorted())
+        }
+        return DaemonStatus(networks: views, helpers: helpers)
     }
 
     private func presentUI(_ ssid: String, answers: [String: String]) async -> ControlReply {
         let before = await runtime.state(of: ssid)
         guard before == .presentingUI else {
             return ControlReply(ok: false, message: "\(ssid) is \(before.rawValue), not waiting for a person (presenting_ui)", state: before)
+        }
+        if let problems = await runtime.questions(of: ssid)?.problems(with: answers), !problems.isEmpty {
+            return ControlReply(ok: false, message: "not sent to the helper: \(problems.joined(separator: "; ")); \(ssid) still waits for a person",
+                                state: before)
         }
         let after = await runtime.presentUI(ssid, answers: answers)
         let ok = after == .authenticated

@@ -151,7 +151,8 @@ public final class ScriptTransport: HelperTransport {
             emit(.log(LogEvent.Level(record.level), record.message, network: network?.ssid, helper: helper.id,
                       command: request.command))
         }
-        let (response, store) = Self.interpret(outcome)
+        var (response, store) = Self.interpret(outcome)
+        if response.result == .uiRequired, response.questions == nil { response.questions = helper.questions }
         if let store, let network {
             do {
                 try stateDirectory.setStore(store, helper: helper.id, ssid: network.ssid)
@@ -202,12 +203,21 @@ public final class ScriptTransport: HelperTransport {
         guard let name = answer.result.stringValue, let result = CommandResult(rawValue: name) else {
             return (.failure("the handler answered no known result"), nil)
         }
+        var questions: PersonQuestions?
+        if result == .uiRequired, !answer.questions.isNil {
+            do throws(PersonQuestions.ReadingProblem) {
+                questions = try PersonQuestions(lua: answer.questions, named: "ui")
+            } catch {
+                return (.failure("the questions returned with ui_required: \(error)"), store)
+            }
+        }
         let confidence = answer.confidence.stringValue.flatMap(Confidence.init(rawValue:)) ?? .none
         let claims = (answer.claims.tableValue?.array ?? []).compactMap { entry -> ScannedNetwork? in
             guard let table = entry.tableValue, let ssid = table["ssid"].stringValue else { return nil }
             return ScannedNetwork(ssid: ssid, bssid: table["bssid"].stringValue, password: table["password"].stringValue)
         }
-        return (HelperResponse(result: result, confidence: confidence, claims: claims, error: answer.error.stringValue), store)
+        return (HelperResponse(result: result, confidence: confidence, claims: claims, error: answer.error.stringValue,
+                               questions: questions), store)
     }
 }
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import HotspotNetwork
+import HotspotCore
 
 /// Where the platform has put a network's RFC 8910 Captive Portal API URI (DHCPv4 option
 /// 114), best effort: NetworkManager (`nmcli -g DHCP4.OPTION device show IFACE`), then

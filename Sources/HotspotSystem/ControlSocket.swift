@@ -6,10 +6,10 @@ import FoundationEssentials
 import Synchronization
 public import HotspotCore
 
-/// What a person asks a running daemon (`hotspot-helper ui|logoff|disable|enable`).
+/// What a person asks a running daemon (`hotspot-helper ui|logoff|join|disable|enable|status`).
 public struct ControlRequest: Codable, Sendable, Equatable {
     public enum Command: String, Codable, Sendable {
-        case ui, logoff, disable, enable, join
+        case ui, logoff, disable, enable, join, status
     }
 
     public var command: Command
@@ -35,11 +35,86 @@ public struct ControlReply: Codable, Sendable, Equatable {
     public var message: String
     /// The network's state afterwards, for `ui` and `logoff`.
     public var state: HotspotState?
+    /// For `status`.
+    public var status: DaemonStatus?
 
-    public init(ok: Bool, message: String, state: HotspotState? = nil) {
+    public init(ok: Bool, message: String, state: HotspotState? = nil, status: DaemonStatus? = nil) {
         self.ok = ok
         self.message = message
         self.state = state
+        self.status = status
+    }
+}
+
+/// What `status` answers: the daemon's networks and helpers as a person sees them.
+public struct DaemonStatus: Codable, Sendable, Equatable {
+    public struct Network: Codable, Sendable, Equatable {
+        public var ssid: String
+        public var interface: String?
+        public var state: HotspotState
+        /// The helper chosen for it (or in charge of it now).
+        public var helper: String?
+        /// What the helper asks, while the network waits for a person.
+        public var questions: PersonQuestions?
+        /// The last connectivity verdict (`connected`, `captive`, ...), and where the portal
+        /// is when it is captive: a person can open it when no helper claims the network.
+        public var connectivity: String?
+        public var portalURL: String?
+        public var autoJoinDisabled: Bool
+        /// The last commands, oldest first.
+        public var recentCommands: [Command]
+
+        public init(ssid: String, interface: String?, state: HotspotState, helper: String?, questions: PersonQuestions?,
+                    connectivity: String?, portalURL: String?, autoJoinDisabled: Bool, recentCommands: [Command]) {
+            self.ssid = ssid
+            self.interface = interface
+            self.state = state
+            self.helper = helper
+            self.questions = questions
+            self.connectivity = connectivity
+            self.portalURL = portalURL
+            self.autoJoinDisabled = autoJoinDisabled
+            self.recentCommands = recentCommands
+        }
+    }
+
+    public struct Command: Codable, Sendable, Equatable {
+        public var command: HotspotCommand
+        public var helper: String
+        public var result: CommandResult
+        public var milliseconds: Double
+        public var error: String?
+
+        public init(command: HotspotCommand, helper: String, result: CommandResult, milliseconds: Double, error: String?) {
+            self.command = command
+            self.helper = helper
+            self.result = result
+            self.milliseconds = milliseconds
+            self.error = error
+        }
+    }
+
+    public struct Helper: Codable, Sendable, Equatable {
+        public var id: String
+        public var displayName: String
+        /// Switched off everywhere; `offFor` lists the networks it is switched off for.
+        public var switchedOff: Bool
+        public var offFor: [String]
+
+        public init(id: String, displayName: String, switchedOff: Bool, offFor: [String]) {
+            self.id = id
+            self.displayName = displayName
+            self.switchedOff = switchedOff
+            self.offFor = offFor
+        }
+    }
+
+    public var networks: [Network]
+    public var helpers: [Helper]
+
+    public init(networks: [Network], helpers: [Helper]) {
+        self.networks = networks
+        self.helpers = helpers
     }
 }
 

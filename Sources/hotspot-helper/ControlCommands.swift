@@ -14,17 +14,21 @@ struct DaemonOptions: ParsableArguments {
 
     /// Sends `request`, prints the daemon's answer, and exits 1 when it did not do it.
     func send(_ request: ControlRequest) throws {
-        let reply: ControlReply
-        do {
-            reply = try ControlClient.send(request, to: stateDirectory + "/" + ControlServer.fileName)
-        } catch {
-            writeUnbuffered("hotspot-helper: \(error.description)\n", to: STDERR_FILENO)
-            throw ExitCode(1)
-        }
+        let reply = try exchange(request)
         if reply.ok {
             print(reply.message)
         } else {
             writeUnbuffered("hotspot-helper: \(reply.message)\n", to: STDERR_FILENO)
+            throw ExitCode(1)
+        }
+    }
+
+    /// The daemon's reply to `request`, or exit 1 saying why there is none.
+    func exchange(_ request: ControlRequest) throws -> ControlReply {
+        do {
+            return try ControlClient.send(request, to: stateDirectory + "/" + ControlServer.fileName)
+        } catch {
+            writeUnbuffered("hotspot-helper: \(error.description)\n", to: STDERR_FILENO)
             throw ExitCode(1)
         }
     }
@@ -34,9 +38,13 @@ struct UI: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Answers the form of a network that waits for a person (presenting_ui) in the running daemon.",
         discussion: """
-            The network's helper gets present_ui with the answers as cmd.answers.
+            The network's helper gets present_ui with the answers as cmd.answers. On a \
+            terminal, with no --answer or --answers, it asks the helper's questions one by one \
+            (a password is typed hidden); the answers are checked against them before the \
+            helper gets them, and the network keeps waiting when they do not do.
 
-            Example:
+            Examples:
+              hotspot-helper ui City-Library
               hotspot-helper ui City-Library --answer email=guest@example.org
 
             Exit status: 0 when the network is authenticated afterwards, 1 otherwise (the \
@@ -51,7 +59,33 @@ struct UI: ParsableCommand {
     @OptionGroup var daemon: DaemonOptions
 
     func run() throws {
-        try daemon.send(ControlRequest(command: .ui, network: network, answers: try answerOptions.answers()))
+        var answers = try answerOptions.answers()
+        if !answerOptions.given, isatty(STDIN_FILENO) == 1 {
+            let status = try daemon.exchange(ControlRequest(command: .status)).status
+            if let questions = status?.networks.first(where: { $0.ssid == network })?.questions {
+                answers = try TerminalPrompt.ask(questions)
+            }
+        }
+        try daemon.send(ControlRequest(command: .ui, network: network, answers: answers))
+    }
+}
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Shows the running daemon's networks: their state, helper, questions waiting for a person, connectivity and last commands.",
+        discussion: "Exit status: 0, or 1 when no daemon answers.")
+
+    @Flag(help: "Print the status as one JSON object.")
+    var json = false
+
+    @OptionGroup var daemon: DaemonOptions
+
+    func run() throws {
+        guard let status = try daemon.exchange(ControlRequest(command: .status)).status else {
+            writeUnbuffered("hotspot-helper: the daemon sent no status (an older version?)\n", to: STDERR_FILENO)
+            throw ExitCode(1)
+        }
+        print(json ? String(decoding: try JSONEncoder().encode(status), as: UTF8.self) : StatusText.render(status))
     }
 }
 

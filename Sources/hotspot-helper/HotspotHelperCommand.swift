@@ -15,7 +15,7 @@ struct HotspotHelperCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Demo.self, Connect.self, Run.self, Dev.self, Check.self, ProbeCommand.self, Networks.self, Simulate.self,
-            UI.self, Logoff.self, Join.self, Disable.self, Enable.self,
+            UI.self, Status.self, Logoff.self, Join.self, Disable.self, Enable.self,
         ])
 
     static func main() async {

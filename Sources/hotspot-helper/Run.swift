@@ -99,8 +99,14 @@ struct Run: AsyncParsableCommand {
             output.fail("no script at \(scripts) loads, so there is nothing to run; `hotspot-helper check \(scripts)` lists every problem")
             throw ExitCode(2)
         }
+        // Every event is written and kept in the recent activity `status` shows.
+        let activity = RecentActivity()
+        let emit: @Sendable (HotspotEvent) -> Void = { event in
+            activity.record(event)
+            output.write(event)
+        }
         let runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: persistence,
-                                     configuration: configuration, events: output.write)
+                                     configuration: configuration, events: emit)
         let networks = sources.map { source in
             let api = captivePortalAPI.uri(interface: source.interface)
             if let note = api.note { output.write(.log(.info, note, network: source.ssid)) }
@@ -109,7 +115,7 @@ struct Run: AsyncParsableCommand {
         }
         let connectivity = probeInterval.value > 0 ? ConnectivityMonitor.Settings(interval: probeInterval.duration) : nil
         let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, networks: networks, connectivity: connectivity,
-                                   events: output.write)
+                                   activity: activity, events: emit)
         output.write(.reload(ReloadEvent(reason: "started", firstLoad)))
 
         let control: ControlServer

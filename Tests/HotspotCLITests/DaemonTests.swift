@@ -1,6 +1,7 @@
 import Foundation
 import PortalSimulator
 import Testing
+import TestSupport
 
 /// `hotspot-helper run` and the commands that talk to it, through the built executable,
 /// against the portal simulator on loopback.
@@ -213,6 +214,58 @@ struct DaemonTests {
         let unknown = try await CLI.run(["join", "Elsewhere", "--state-dir", state])
         #expect(unknown.status == 1)
         #expect(unknown.errors.contains("no network \"Elsewhere\" here; this daemon runs Strict-Venue"))
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
+    /// The helper's questions, as `status` shows them and as `ui` asks them on a terminal;
+    /// answers that do not do are refused before the helper gets them, and the network waits on.
+    @Test func statusShowsTheQuestionsAndUIAsksThemOnATerminal() async throws {
+        let venue = try await Venue(.email, script: "library.lua", ssid: "City-Library", portalHost: "wifi.library.example")
+        defer { Task { await venue.portal.stop() } }
+        let daemon = try RunningCLI(venue.arguments())
+        try await daemon.waitForEvent(Self.isState("presenting_ui", "City-Library"))
+
+        let json = try await venue.control(["status", "--json"])
+        #expect(json.status == 0, "\(json.errors)")
+        let status = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+        let network = try #require((status["networks"] as? [[String: Any]])?.first)
+        #expect(network["state"] as? String == "presenting_ui")
+        #expect(network["helper"] as? String == "library")
+        let fields = try #require((network["questions"] as? [String: Any])?["fields"] as? [[String: Any]])
+        #expect(fields.map { $0["name"] as? String } == ["email"])
+        #expect(fields.first?["kind"] as? String == "email")
+        let text = try await venue.control(["status"])
+        for line in ["City-Library on lo: presenting_ui, helper library",
+                     "  waits for a person: City Library Wi-Fi. The library lets you in with your email address.",
+                     "    email: Email address (email, required)",
+                     "  answer with: hotspot-helper ui City-Library",
+                     "helpers: library (City Library)"] {
+            #expect(text.output.contains(line + "\n"), "no line \"\(line)\" in:\n\(text.output)")
+        }
+        #expect(text.output.contains(#/    authenticate library ui_required \d+ ms/#))
+
+        // Not on a terminal and no answer, or an answer that is no email address: refused.
+        let missing = try await venue.control(["ui", "City-Library"])
+        #expect(missing.status == 1)
+        #expect(missing.errors.contains("not sent to the helper: Email address (email) is required; City-Library still waits for a person"),
+                "\(missing.errors)")
+        let wrong = try await venue.control(["ui", "City-Library", "--answer", "email=reader"])
+        #expect(wrong.errors.contains("Email address (email) must be an email address, such as name@example.org"), "\(wrong.errors)")
+
+        // On a terminal, `ui` asks; a wrong answer is asked again.
+        let (exit, screen) = try await onOwnThread { () throws -> (Int32, String) in
+            let terminal = try TerminalSession(["ui", "City-Library", "--state-dir", venue.state])
+            try terminal.read(until: "Email address: ")
+            terminal.type("reader")
+            try terminal.read(until: "must be an email address, such as name@example.org.")
+            terminal.type("reader@example.org")
+            return (terminal.finish(), terminal.transcript)
+        }
+        #expect(exit == 0, "\(screen)")
+        #expect(screen.contains("City Library Wi-Fi"))
+        #expect(screen.contains("City-Library is authenticated"), "\(screen)")
+        try await daemon.waitForEvent(Self.isState("authenticated", "City-Library"))
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }

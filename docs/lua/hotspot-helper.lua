@@ -75,7 +75,7 @@ function Response:deliver() end
 ---@field network? Network
 ---@field network_list? Network[] the scan list (filter_scan_list)
 ---@field store table<string, string> kept per helper and network across restarts (16 KiB); keys starting with "@" are the runtime's (read-only)
----@field answers? table<string, string> what the person entered (present_ui)
+---@field answers? table<string, string> what the person entered (present_ui), checked against the questions
 local Command = {}
 
 ---@param result CommandResult
@@ -157,13 +157,29 @@ function Command:udp(host, port, options) end
 ---@return string
 function Command:secret(name) end
 
+---A question for the person (docs/SCRIPTING.md, "Asking the person").
+---@class QuestionField
+---@field name string the key in cmd.answers
+---@field label string what the person reads
+---@field kind? "text"|"email"|"number"|"password"|"checkbox"|"choice" text unless given
+---@field required? boolean true unless given false; a required checkbox must be checked
+---@field options? (string|{ value: string, label: string })[] for a choice
+---@field pattern? string a regular expression the whole answer must match
+
+---What a helper asks a person when it answers ui_required.
+---@class Questions
+---@field title string
+---@field message? string
+---@field fields QuestionField[] 1 to 20
+
 ---What a venue script returns.
 ---@class VenueScript
 ---@field name string display name, at most 15 characters
 ---@field hosts string[] the only hosts it may reach: names, addresses, "*.domain", or "@portal" (what the network names as its portal)
+---@field ui? Questions what to ask a person when authenticate answers ui_required (or return "ui_required", questions)
 ---@field filter_scan_list? fun(cmd: Command): CommandResult|Response|nil
 ---@field evaluate? fun(cmd: Command): Confidence|CommandResult|Response|nil
----@field authenticate? fun(cmd: Command): CommandResult|Response|nil
+---@field authenticate? fun(cmd: Command): CommandResult|Response|nil, Questions?
 ---@field present_ui? fun(cmd: Command): CommandResult|Response|nil
 ---@field maintain? fun(cmd: Command): CommandResult|Response|nil
 ---@field logoff? fun(cmd: Command): CommandResult|Response|nil

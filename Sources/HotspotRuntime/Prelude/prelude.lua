@@ -455,11 +455,11 @@ local function dispatch(exports, own, shared)
   commands[cmd] = record
 
   local handler = rawget(exports, command.type)
-  local result, problem, confidence, claims
+  local result, problem, confidence, claims, questions
   if type(handler) ~= "function" then
     result = "command_not_recognized"
   else
-    local returned = handler(cmd)
+    local returned, asked = handler(cmd)
     if not record.delivered then
       -- Shorthands: an undelivered response, a result name, or for evaluate a confidence.
       if type(returned) == "table" and type(returned.deliver) == "function" then
@@ -468,6 +468,8 @@ local function dispatch(exports, own, shared)
         result, confidence = "success", returned
       elseif RESULTS[returned] then
         result = returned
+        -- `return "ui_required", { title =, fields = ... }`: what to ask the person.
+        if returned == "ui_required" then questions = asked end
       elseif type(returned) == "string" then
         result, problem = "failure", "the handler returned unknown result '" .. returned .. "'; use one of " .. RESULT_NAMES
           .. (command.type == "evaluate" and ", or a confidence (none, low, high)" or "")
@@ -482,14 +484,15 @@ local function dispatch(exports, own, shared)
   end
   -- The answer as plain values, the cheapest to carry back, in the order of DispatchAnswer.Value
   -- (HelperPrelude.swift): the result, an error, the network's confidence, the networks
-  -- claimed (filter_scan_list), the store if it changed.
-  return result, problem, confidence, claims, record.store and record.store.changed and record.store.data or nil
+  -- claimed (filter_scan_list), the store if it changed, the questions for the person.
+  return result, problem, confidence, claims, record.store and record.store.changed and record.store.data or nil,
+    questions
 end
 
 local function describe(exports)
   if type(exports) ~= "table" then return { returned = type(exports) } end
   local handlers, unknown = {}, {}
-  local recognised = { name = true, hosts = true }
+  local recognised = { name = true, hosts = true, ui = true }
   for _, name in ipairs(HANDLERS) do
     recognised[name] = true
     local value = rawget(exports, name)
@@ -508,7 +511,7 @@ local function describe(exports)
   return {
     returned = "table", name = type(name) == "string" and name or nil,
     name_type = type(name), hosts = host_list, hosts_type = type(hosts),
-    handlers = handlers, unknown = unknown,
+    handlers = handlers, unknown = unknown, ui = rawget(exports, "ui"),
   }
 end
 
