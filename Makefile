@@ -2,14 +2,19 @@
 # packages the build needs first.
 SWIFT ?= swift
 SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lua5.4 pkg-config iproute2 curl openssl
+# What only the tests use: a real headless browser for the person's page.
+TEST_PACKAGES := chromium
 
-.PHONY: all deps build release test demo bench check-sanitizers clean
+.PHONY: all deps test-deps build release test demo bench check-sanitizers clean
 
 all: build
 
-# Installs the Debian packages that are missing (as root, or through sudo).
-deps:
-	@missing=""; for p in $(SYSTEM_PACKAGES); do \
+# Installs the Debian packages that are missing (as root, or through sudo); `test-deps`
+# those the tests need as well.
+deps: PACKAGES = $(SYSTEM_PACKAGES)
+test-deps: PACKAGES = $(SYSTEM_PACKAGES) $(TEST_PACKAGES)
+deps test-deps:
+	@missing=""; for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -23,7 +28,7 @@ build: deps
 
 # The whole output is kept in .build/test-output.log; when a test fails, its issues are
 # printed again at the end, where a CI log's tail shows them.
-test: deps
+test: test-deps
 	$(SWIFT) build --build-tests
 	@{ $(SWIFT) test --skip-build 2>&1; echo $$? > .build/test-status; } | tee .build/test-output.log; \
 	status=$$(cat .build/test-status); \
@@ -39,7 +44,7 @@ demo: build
 # What a device installs: .build/release/hotspot-helper, with the Swift libraries linked
 # in, so the daemon and its worker processes (the same executable) share its pages.
 # Products only: the shared test support (Swift Testing) has no release build.
-RELEASE_PRODUCTS := hotspot-helper hotspot-helper-devtools lua-sandbox-worker
+RELEASE_PRODUCTS := hotspot-helper hotspot-helper-devtools hotspot-helper-web lua-sandbox-worker
 release: deps
 	for product in $(RELEASE_PRODUCTS); do $(SWIFT) build -c release --static-swift-stdlib --product $$product || exit 1; done
 
@@ -60,7 +65,7 @@ bench: release
 # Two tests that bound a wait by real time are skipped: the sanitizer's slowdown exceeds them.
 SANITIZE_ADDRESS := --sanitize=address -Xcc -fsanitize=undefined -Xcc -fno-sanitize-recover=undefined \
 	-Xswiftc -Xclang-linker -Xswiftc -fsanitize=undefined
-check-sanitizers: deps
+check-sanitizers: test-deps
 	$(SWIFT) build --build-tests $(SANITIZE_ADDRESS) --scratch-path .build-asan
 	ASAN_OPTIONS=detect_leaks=0:handle_segv=0 $(SWIFT) test --skip-build $(SANITIZE_ADDRESS) --scratch-path .build-asan \
 	  --skip "aScriptWaitingInItsHostLetsTheOthersRun|aLoopingScriptLetsTheOthersRunAfterASlice"

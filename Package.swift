@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "Spawning", targets: ["Spawning"]),
         .executable(name: "hotspot-helper", targets: ["hotspot-helper"]),
         .executable(name: "hotspot-helper-devtools", targets: ["hotspot-helper-devtools"]),
+        .executable(name: "hotspot-helper-web", targets: ["hotspot-helper-web"]),
         .executable(name: "lua-sandbox-worker", targets: ["lua-sandbox-worker"]),
     ],
     dependencies: [
@@ -116,6 +117,17 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
+        // The page a person opens (`hotspot-helper web`): a web server on loopback, run as that
+        // person, that talks to the daemon over its control socket. Hummingbird, as the simulator.
+        .target(
+            name: "PersonPage", dependencies: ["HotspotSystem", .product(name: "Hummingbird", package: "hummingbird")],
+            swiftSettings: swiftSettings),
+        // `hotspot-helper web`, which `hotspot-helper` runs (execv) as it runs the devtools, so the
+        // daemon's executable stays free of the web server.
+        .executableTarget(
+            name: "hotspot-helper-web",
+            dependencies: ["PersonPage", "Spawning", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings),
         // A small example of the engine on its own, without hotspots.
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // What several test targets share: waiting on conditions, blocking work off Swift
@@ -141,7 +153,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         // Scenarios/ holds the venue scripts of the scenario tests.
         .testTarget(
-            name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "TestSupport"], exclude: ["Scenarios"],
+            name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "Spawning", "TestSupport"], exclude: ["Scenarios"],
             swiftSettings: swiftSettings),
         .testTarget(name: "SpawningTests", dependencies: ["Spawning"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotSystemTests", dependencies: ["HotspotSystem", "TestSupport"], swiftSettings: swiftSettings),

@@ -15,10 +15,15 @@ package enum DevTools {
     package static let devAbstract = "Runs a script's lifecycle against a simulated or real portal, again on every save."
     package static let simulateAbstract = "Runs simulated captive portals to develop and test venue scripts against."
 
-    /// Replaces this process with the devtools executable running `arguments` (the
-    /// command's name first); exits 2 saying what is missing when it is not there.
-    package static func replaceProcess(running arguments: [String]) -> Never {
-        let path = LuaEngine.Configuration.executableBesideCurrent(named: executableName)
+    /// `web` lives in an executable of its own for the same reason: the daemon a device runs
+    /// has no web server in it.
+    package static let webExecutableName = "hotspot-helper-web"
+    package static let webAbstract = "Serves a page on loopback to see the running daemon and answer what its helpers ask of a person."
+
+    /// Replaces this process with `executable` (found beside this one) running `arguments`
+    /// (the command's name first); exits 2 saying what is missing when it is not there.
+    package static func replaceProcess(running arguments: [String], executable: String = executableName) -> Never {
+        let path = LuaEngine.Configuration.executableBesideCurrent(named: executable)
         var argv = ([path] + arguments).map { strdup($0) } + [nil]
         execv(path, &argv)
         let reason = String(cString: strerror(errno))

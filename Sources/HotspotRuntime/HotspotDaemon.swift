@@ -124,6 +124,8 @@ public actor HotspotDaemon {
             return await setHelper(request)
         case .status:
             return ControlReply(ok: true, message: "\(networks.count) network\(networks.count == 1 ? "" : "s")", status: await status())
+        case .watch:
+            return ControlReply(ok: false, message: "watch is served by the control socket itself")  // never reaches a handler
         }
     }
 

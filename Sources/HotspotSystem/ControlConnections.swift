@@ -9,19 +9,36 @@ import Synchronization
 /// request runs as a task, and its reply is written when the task is done. A `ui` request
 /// whose client hangs up first is cancelled: the person gave up (the helper's `present_ui`
 /// ends); other requests run to their end, so a client going away leaves no half-done change.
+/// A `watch` request keeps its connection: every line `publish` is given is written to it,
+/// as far as it reads (a watcher that falls `watcherBacklog` bytes behind is closed).
 final class ConnectionLoop: Sendable {
     private let listener: Int32
     private let limits: ControlServer.Limits
+    private let admits: @Sendable (Int32) -> Bool
     private let handler: @Sendable (ControlRequest) async -> ControlReply
     private let wakeUp = WakeUpPipe()
     private let stopped = Atomic<Bool>(false)
     /// Replies the handler's tasks finished, for the loop to write.
     private let finished = Mutex<[(connection: Int32, reply: [UInt8])]>([])
+    /// Lines published and not yet queued to the watchers; none are kept while none watch.
+    private let published = Mutex<[[UInt8]]>([])
+    private let watcherCount = Atomic<Int>(0)
 
-    init(listener: Int32, limits: ControlServer.Limits, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) {
+    static let watcherBacklog = 1 << 20
+
+    init(listener: Int32, limits: ControlServer.Limits, admits: @escaping @Sendable (Int32) -> Bool,
+         handler: @escaping @Sendable (ControlRequest) async -> ControlReply) {
         self.listener = listener
         self.limits = limits
+        self.admits = admits
         self.handler = handler
+    }
+
+    /// Queues a line for every watcher, from any thread; costs an atomic load when none watch.
+    func publish(_ line: [UInt8]) {
+        guard watcherCount.load(ordering: .relaxed) > 0 else { return }
+        published.withLock { $0.append(line) }
+        wakeUp.wake()
     }
 
     /// Ends the loop (its thread closes everything); false when it was already asked to.
@@ -43,12 +60,15 @@ final class ConnectionLoop: Sendable {
         var answering = 0  // requests whose handler runs
         // Of those, the ones cancelled when their client hangs up, until it does.
         var cancellable: [Int32: Task<Void, Never>] = [:]
+        // Watching connections and the bytes waiting to be written to each.
+        var watchers: [Int32: [UInt8]] = [:]
         // Held for the moment the process runs out of descriptors: closed, it lets the loop
         // accept the waiting connection and close it, where `accept` would fail at once
         // forever and the loop spin.
         var reserve = open("/dev/null", O_RDONLY | O_CLOEXEC)
         defer {
             for connection in arriving.keys { close(connection) }
+            for connection in watchers.keys { close(connection) }
             for (connection, _) in finished.withLock({ $0 }) { close(connection) }
             if reserve >= 0 { close(reserve) }
             close(listener)
@@ -62,6 +82,8 @@ final class ConnectionLoop: Sendable {
             // No events asked: a hang-up is reported anyway, and bytes after the request are not.
             let watched = Array(cancellable.keys)
             descriptors += watched.map { pollfd(fd: $0, events: 0, revents: 0) }
+            let watching = Array(watchers.keys)
+            descriptors += watching.map { pollfd(fd: $0, events: watchers[$0]!.isEmpty ? 0 : Int16(POLLOUT), revents: 0) }
             let now = ContinuousClock.now
             let nearest = arriving.values.map(\.deadline).min()
             let timeout = nearest.map { Int32(clamping: max(0, Int((($0 - now) / .milliseconds(1)).rounded(.up)))) } ?? -1
@@ -80,6 +102,24 @@ final class ConnectionLoop: Sendable {
                     answering -= 1
                     cancellable[connection] = nil
                 }
+                let lines = published.withLock { lines in
+                    defer { lines = [] }
+                    return lines
+                }
+                for line in lines {
+                    for connection in watchers.keys { watchers[connection]! += line }
+                }
+            }
+            for (index, connection) in watching.enumerated() {
+                let events = descriptors[order.count + watched.count + 2 + index].revents
+                guard var backlog = watchers[connection] else { continue }
+                if events & Int16(POLLHUP | POLLERR) != 0 || !flush(&backlog, to: connection) || backlog.count > Self.watcherBacklog {
+                    watchers[connection] = nil
+                    watcherCount.subtract(1, ordering: .relaxed)
+                    close(connection)
+                } else {
+                    watchers[connection] = backlog
+                }
             }
             for (index, connection) in watched.enumerated() where descriptors[order.count + 2 + index].revents != 0 {
                 // Closed when its cancelled task finishes; not watched meanwhile.
@@ -92,8 +132,17 @@ final class ConnectionLoop: Sendable {
                     arriving[connection] = pending
                 case .line(let line):
                     arriving[connection] = nil
+                    guard let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line)) else {
+                        answer(connection, ControlServer.encoded(ControlReply(ok: false, message: "the request is not a control request in JSON")))
+                        continue
+                    }
+                    if request.command == .watch {
+                        watchers[connection] = ControlServer.encoded(ControlReply(ok: true, message: "watching the daemon's events"))
+                        watcherCount.add(1, ordering: .relaxed)
+                        continue
+                    }
                     answering += 1
-                    if let task = start(line, on: connection) { cancellable[connection] = task }
+                    if let task = start(request, on: connection) { cancellable[connection] = task }
                 case .refused(let message):
                     arriving[connection] = nil
                     answer(connection, ControlServer.encoded(ControlReply(ok: false, message: message)))
@@ -106,12 +155,12 @@ final class ConnectionLoop: Sendable {
                     "no complete request line within \(limits.requestDeadline); send one JSON line and a newline")))
             }
             if descriptors[1].revents != 0 {
-                accept(into: &arriving, answering: answering, reserve: &reserve)
+                accept(into: &arriving, busy: answering + watchers.count, reserve: &reserve)
             }
         }
     }
 
-    private func accept(into arriving: inout [Int32: Arriving], answering: Int, reserve: inout Int32) {
+    private func accept(into arriving: inout [Int32: Arriving], busy: Int, reserve: inout Int32) {
         while true {
             let connection = Glibc.accept(listener, nil, nil)
             if connection < 0 {
@@ -126,10 +175,10 @@ final class ConnectionLoop: Sendable {
             }
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
             _ = fcntl(connection, F_SETFL, fcntl(connection, F_GETFL) | O_NONBLOCK)
-            if !ControlServer.peerIsOwner(connection) {
+            if !admits(connection) {
                 // Refused before reading anything: the request of a stranger is not read.
                 answer(connection, ControlServer.encoded(ControlReply(ok: false, message: "only the daemon's owner may control it")))
-            } else if arriving.count + answering >= limits.maximumConnections {
+            } else if arriving.count + busy >= limits.maximumConnections {
                 answer(connection, ControlServer.encoded(ControlReply(ok: false, message:
                     "the daemon is serving \(limits.maximumConnections) control connections already; try again")))
             } else {
@@ -168,12 +217,20 @@ final class ConnectionLoop: Sendable {
         }
     }
 
-    /// Runs the request's handler; returns its task when a hang-up cancels it.
-    private func start(_ line: [UInt8], on connection: Int32) -> Task<Void, Never>? {
-        guard let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line)) else {
-            finish(connection, ControlReply(ok: false, message: "the request is not a control request in JSON"))
-            return nil
+    /// Writes as much of `backlog` as the connection takes now; false when it is broken.
+    private func flush(_ backlog: inout [UInt8], to connection: Int32) -> Bool {
+        while !backlog.isEmpty {
+            let written = backlog.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if written < 0, errno == EINTR { continue }
+            if written < 0, errno == EAGAIN || errno == EWOULDBLOCK { return true }
+            guard written > 0 else { return false }
+            backlog.removeFirst(written)
         }
+        return true
+    }
+
+    /// Runs the request's handler; returns its task when a hang-up cancels it.
+    private func start(_ request: ControlRequest, on connection: Int32) -> Task<Void, Never>? {
         let handler = self.handler
         let task = Task {
             let reply = await handler(request)

@@ -9,7 +9,9 @@ public import HotspotCore
 /// What a person asks a running daemon (`hotspot-helper ui|logoff|join|disable|enable|status`).
 public struct ControlRequest: Codable, Sendable, Equatable {
     public enum Command: String, Codable, Sendable {
-        case ui, logoff, disable, enable, join, status
+        /// `watch` keeps the connection and streams the daemon's events, one JSON line each,
+        /// after its reply line (the control socket serves it, no handler).
+        case ui, logoff, disable, enable, join, status, watch
     }
 
     public var command: Command
@@ -147,9 +149,13 @@ public final class ControlServer: Sendable {
     public let path: String
     private let loop: ConnectionLoop
 
-    /// Listens at `path` (mode 0600). A socket file left by a daemon that died is replaced;
-    /// one that still answers means another daemon uses this state directory.
-    public init(path: String, limits: Limits = Limits(),
+    /// Listens at `path`: mode 0600, or 0660 with the socket in `group` when one is given,
+    /// whose members may then control the daemon too (a person's `hotspot-helper web`); the
+    /// socket's directory then joins the group with search permission only (g+x), so its
+    /// members reach the socket without listing or reading anything else there. A socket
+    /// file left by a daemon that died is replaced; one that still answers means another
+    /// daemon uses this state directory.
+    public init(path: String, group: UInt32? = nil, limits: Limits = Limits(),
                 handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws(ControlSocketError) {
         var address = try Self.address(path)
         if FileManager.default.fileExists(atPath: path) {
@@ -163,16 +169,23 @@ public final class ControlServer: Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard bound == 0, chmod(path, 0o600) == 0, listen(listener, 16) == 0 else {
+        guard bound == 0, group.map({ chown(path, geteuid(), $0) }) ?? 0 == 0, chmod(path, group == nil ? 0o600 : 0o660) == 0,
+              group.map({ Self.letGroupReach(directoryOf: path, group: $0) }) ?? true, listen(listener, 16) == 0 else {
             let reason = Self.lastError
             close(listener)
             throw ControlSocketError("cannot listen on \(path): \(reason)")
         }
         self.path = path
-        let loop = ConnectionLoop(listener: listener, limits: limits, handler: handler)
+        let loop = ConnectionLoop(listener: listener, limits: limits, admits: { Self.peerIsAdmitted($0, group: group) },
+                                  handler: handler)
         self.loop = loop
         // A thread of its own, so the poll never holds one of Swift concurrency's threads.
         DispatchQueue(label: "control-socket").async { loop.run() }
+    }
+
+    /// Writes `event` (one JSON object) to every `watch` connection; nearly free when none watch.
+    public func publish(_ event: [UInt8]) {
+        loop.publish(event + [UInt8(ascii: "\n")])
     }
 
     /// Stops accepting requests and removes the socket file.
@@ -190,12 +203,40 @@ public final class ControlServer: Sendable {
         return Array(bytes)
     }
 
-    static func peerIsOwner(_ connection: Int32) -> Bool {
+    /// The daemon's owner, root, and with `group` the group's members (by their primary or
+    /// supplementary groups, as the kernel recorded them when the peer connected).
+    static func peerIsAdmitted(_ connection: Int32, group: UInt32?) -> Bool {
         // struct ucred (pid, uid, gid); Glibc's module leaves it out with the other GNU extensions.
         var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
         var length = socklen_t(MemoryLayout.size(ofValue: credentials))
         guard getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return false }
-        return credentials.uid == geteuid() || credentials.uid == 0
+        if credentials.uid == geteuid() || credentials.uid == 0 { return true }
+        guard let group else { return false }
+        if credentials.gid == group { return true }
+        var groups = [gid_t](repeating: 0, count: 256)
+        var size = socklen_t(groups.count * MemoryLayout<gid_t>.size)
+        guard getsockopt(connection, SOL_SOCKET, Self.peerGroupsOption, &groups, &size) == 0 else { return false }
+        return groups.prefix(Int(size) / MemoryLayout<gid_t>.size).contains(group)
+    }
+
+    /// Puts the directory of `path` in `group` and adds search permission for it.
+    private static func letGroupReach(directoryOf path: String, group: UInt32) -> Bool {
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        var status = stat()
+        guard stat(directory.isEmpty ? "/" : directory, &status) == 0 else { return false }
+        return chown(directory, status.st_uid, group) == 0 && chmod(directory, (status.st_mode & 0o7777) | 0o010) == 0
+    }
+
+    /// SO_PEERGROUPS of <asm-generic/socket.h>, which Glibc's module leaves out.
+    static let peerGroupsOption: Int32 = 59
+
+    /// The id of the group called `name`, or nil.
+    public static func groupID(named name: String) -> UInt32? {
+        var entry = group()
+        var found: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 16 * 1024)
+        guard getgrnam_r(name, &entry, &buffer, buffer.count, &found) == 0, found != nil else { return nil }
+        return entry.gr_gid
     }
 
     static var lastError: String { String(cString: strerror(errno)) }
@@ -260,8 +301,49 @@ public final class ControlServer: Sendable {
     }
 }
 
-/// The other end: what `hotspot-helper ui|logoff|disable|enable` use.
+/// The other end: what `hotspot-helper ui|logoff|disable|enable|status` and `web` use.
 public enum ControlClient {
+    /// Follows the daemon's events (`watch`): `lines` yields each event's JSON, in order,
+    /// until the daemon goes away or `stop` is called.
+    public final class Watch: Sendable {
+        private let descriptor: Int32
+        public let lines: AsyncStream<[UInt8]>
+
+        public init(path: String) throws(ControlSocketError) {
+            let descriptor: Int32
+            do {
+                descriptor = try ControlServer.connect(path)
+            } catch {
+                throw ControlSocketError("no hotspot-helper daemon answers on \(path) (\(error))")
+            }
+            var request = Array((try? JSONEncoder().encode(ControlRequest(command: .watch))) ?? Data())
+            request.append(UInt8(ascii: "\n"))
+            guard ControlServer.writeAll(descriptor, request),
+                  let line = ControlServer.readLine(descriptor, limit: ControlServer.maximumRequestSize),
+                  let reply = try? JSONDecoder().decode(ControlReply.self, from: Data(line)), reply.ok else {
+                close(descriptor)
+                throw ControlSocketError("the daemon at \(path) refused to be watched")
+            }
+            self.descriptor = descriptor
+            let (lines, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(1024))
+            self.lines = lines
+            // A thread of its own: reading blocks.
+            DispatchQueue(label: "control-watch").async {
+                var reader = LineReader(descriptor: descriptor)
+                while let line = reader.next() { continuation.yield(line) }
+                continuation.finish()
+            }
+        }
+
+        /// Ends `lines` (the reading thread sees the socket shut down).
+        public func stop() { shutdown(descriptor, Int32(SHUT_RDWR)) }
+
+        deinit {
+            stop()
+            close(descriptor)
+        }
+    }
+
     /// Sends one request to the daemon listening at `path` and waits for its reply.
     /// `timeout` bounds the wait (a `ui` request runs the helper's present_ui).
     public static func send(_ request: ControlRequest, to path: String, timeout: Duration = .seconds(120))
@@ -271,6 +353,10 @@ public enum ControlClient {
         do {
             descriptor = try ControlServer.connect(path)
         } catch {
+            guard errno != EACCES else {
+                throw ControlSocketError("the daemon's control socket \(path) is not open to you (\(error)): it lets in the daemon's "
+                    + "owner, and the members of the group its --control-group names")
+            }
             throw ControlSocketError("no hotspot-helper daemon answers on \(path) (\(error)); is `hotspot-helper run` running with this --state-dir?")
         }
         defer { close(descriptor) }
@@ -288,5 +374,28 @@ public enum ControlClient {
         }
         guard sent else { throw ControlSocketError("the daemon closed the connection: \(sendError)") }
         throw ControlSocketError("the daemon gave no reply within \(timeout)")
+    }
+}
+
+/// Lines from a stream socket, each up to `ControlServer.maximumRequestSize` (longer ones end it).
+struct LineReader {
+    let descriptor: Int32
+    private var buffered: [UInt8] = []
+
+    init(descriptor: Int32) { self.descriptor = descriptor }
+
+    mutating func next() -> [UInt8]? {
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
+                defer { buffered.removeFirst(newline + 1) }
+                return Array(buffered[..<newline])
+            }
+            guard buffered.count <= ControlServer.maximumRequestSize else { return nil }
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return nil }
+            buffered += chunk[..<count]
+        }
     }
 }

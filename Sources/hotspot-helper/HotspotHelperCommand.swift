@@ -15,7 +15,7 @@ struct HotspotHelperCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Demo.self, Connect.self, Run.self, Dev.self, Check.self, ProbeCommand.self, Networks.self, Simulate.self,
-            UI.self, Status.self, Logoff.self, Join.self, Disable.self, Enable.self,
+            UI.self, Status.self, Web.self, Logoff.self, Join.self, Disable.self, Enable.self,
         ])
 
     static func main() async {
@@ -29,6 +29,9 @@ struct HotspotHelperCommand: AsyncParsableCommand {
         let devToolsCommands = [Demo.configuration, Dev.configuration, Simulate.configuration].compactMap(\.commandName)
         if let name = CommandLine.arguments.dropFirst().first, devToolsCommands.contains(name) {
             DevTools.replaceProcess(running: Array(CommandLine.arguments.dropFirst()))
+        }
+        if CommandLine.arguments.dropFirst().first == Web.configuration.commandName {
+            DevTools.replaceProcess(running: Array(CommandLine.arguments.dropFirst()), executable: DevTools.webExecutableName)
         }
         await CommandLineEntry.run(Self.self)
     }
@@ -44,6 +47,11 @@ struct Demo: ParsableCommand {
 struct Dev: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "dev", abstract: DevTools.devAbstract)
     func run() { DevTools.replaceProcess(running: ["dev"]) }
+}
+
+struct Web: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "web", abstract: DevTools.webAbstract)
+    func run() { DevTools.replaceProcess(running: ["web"], executable: DevTools.webExecutableName) }
 }
 
 struct Simulate: ParsableCommand {

@@ -9,6 +9,7 @@ import HotspotRuntime
 import HotspotSystem
 import LuaSandbox
 import HotspotCore
+import Synchronization
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,6 +51,11 @@ struct Run: AsyncParsableCommand {
     @Option(name: .customLong("state-dir"), help: ArgumentHelp("Where state and the control socket are kept.", valueName: "dir"))
     var stateDirectory = "/var/lib/hotspot-helper"
 
+    @Option(name: .customLong("control-group"),
+            help: ArgumentHelp("Also let this group's members control the daemon (`hotspot-helper web`, `ui`, `status` run by a person); the control socket is then mode 0660 in the group. Default: the daemon's owner only.",
+                               valueName: "group"))
+    var controlGroup: String?
+
     @OptionGroup var resolverOptions: ResolverOptions
 
     @OptionGroup var runtimeOptions: RuntimeOptions
@@ -73,6 +79,9 @@ struct Run: AsyncParsableCommand {
     func validate() throws {
         guard !sources.isEmpty else {
             throw ValidationError("give at least one --source interface:IFACE:SSID, such as --source interface:wlan0:Aroma-Guest")
+        }
+        if let controlGroup, ControlServer.groupID(named: controlGroup) == nil {
+            throw ValidationError("--control-group: no group called \"\(controlGroup)\" (see /etc/group; `groupadd \(controlGroup)` makes one)")
         }
         var seen: Set<String> = []
         for source in sources {
@@ -99,11 +108,14 @@ struct Run: AsyncParsableCommand {
             output.fail("no script at \(scripts) loads, so there is nothing to run; `hotspot-helper check \(scripts)` lists every problem")
             throw ExitCode(2)
         }
-        // Every event is written and kept in the recent activity `status` shows.
+        // Every event is written, kept in the recent activity `status` shows, and sent to the
+        // control socket's watchers (`hotspot-helper web`) once it listens.
         let activity = RecentActivity()
+        let watchers = Mutex<ControlServer?>(nil)
         let emit: @Sendable (HotspotEvent) -> Void = { event in
             activity.record(event)
             output.write(event)
+            watchers.withLock { $0 }?.publish(Array(event.jsonLine.utf8))
         }
         let runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: persistence,
                                      configuration: configuration, events: emit)
@@ -120,12 +132,15 @@ struct Run: AsyncParsableCommand {
 
         let control: ControlServer
         do {
-            control = try ControlServer(path: stateDirectory + "/" + ControlServer.fileName) { await daemon.handle($0) }
+            control = try ControlServer(path: stateDirectory + "/" + ControlServer.fileName, group: controlGroup.flatMap(ControlServer.groupID(named:))) {
+                await daemon.handle($0)
+            }
         } catch {
             output.fail(error.description)
             throw ExitCode(2)
         }
         defer { control.stop() }
+        watchers.withLock { $0 = control }
 
         let signals = SignalEvents([SIGHUP, SIGTERM, SIGINT])
         let watcher = try watch ? startWatching() : nil

@@ -270,6 +270,44 @@ struct DaemonTests {
         #expect(try await daemon.waitForExit() == 0)
     }
 
+    /// With --control-group, that group's members may control the daemon (a person's `web`,
+    /// `status`, `ui`); anyone else is still refused. Needs root: a group is made, and the
+    /// client runs as `nobody` (setpriv) with and without it.
+    @Test(.enabled(if: geteuid() == 0, "needs root to make a group and run a client as another user"))
+    func theControlGroupsMembersMayControlTheDaemon() async throws {
+        let group = "hh-control-\(getpid())"
+        #expect(try await CLI.run(["-f", group], executable: "/usr/sbin/groupadd").status == 0)
+        defer { _ = try? Process.run(URL(fileURLWithPath: "/usr/sbin/groupdel"), arguments: [group]).waitUntilExit() }
+        let groupID = try #require(try String(contentsOfFile: "/etc/group", encoding: .utf8).split(separator: "\n")
+            .first { $0.hasPrefix(group + ":") }.flatMap { Int($0.split(separator: ":", omittingEmptySubsequences: false)[2]) })
+        let scripts = try CLI.temporaryDirectory(scripts: ["open.lua": """
+            return { name = "Open", hosts = {}, evaluate = function(cmd) return "none" end }
+            """])
+        let state = try CLI.temporaryDirectory()
+        let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Open-Venue",
+                                     "--state-dir", state, "--probe-interval", "0", "--control-group", group])
+        try await daemon.waitForEvent(Self.isState("authenticated", "Open-Venue"))
+        let socket = try FileManager.default.attributesOfItem(atPath: state + "/control.sock")
+        #expect(socket[.posixPermissions] as? Int == 0o660)
+        #expect((socket[.groupOwnerAccountID] as? NSNumber)?.intValue == groupID)
+        func status(asNobody groups: [String]) async throws -> CLI.Run {
+            try await CLI.run(["--reuid=65534", "--regid=65534"] + groups + [CLI.path, "status", "--state-dir", state],
+                              executable: "/usr/bin/setpriv")
+        }
+        let member = try await status(asNobody: ["--groups=\(groupID)"])
+        #expect(member.status == 0, "\(member.errors)")
+        #expect(member.output.contains("Open-Venue on lo: authenticated"), "\(member.output)")
+        let stranger = try await status(asNobody: ["--clear-groups"])
+        #expect(stranger.status == 1)
+        #expect(stranger.errors.contains("control.sock is not open to you (Permission denied): it lets in the daemon's owner, and the members of the group its --control-group names"), "\(stranger.errors)")
+        let unknown = try await CLI.run(["run", "--scripts", scripts, "--source", "interface:lo:Open-Venue", "--state-dir", state,
+                                         "--control-group", "no-such-group-here"])
+        #expect(unknown.status == 2)
+        #expect(unknown.errors.contains("--control-group: no group called \"no-such-group-here\""), "\(unknown.errors)")
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
     /// A `present_ui` that never ends neither spins a core for good nor holds its helper:
     /// the person hanging up their `ui` request cancels it (the network keeps waiting),
     /// `logoff` ends it (the network stops waiting), and the helper serves its next commands.

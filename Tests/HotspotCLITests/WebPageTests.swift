@@ -1,0 +1,152 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import PortalSimulator
+import Testing
+import TestSupport
+
+/// `hotspot-helper web` beside a daemon, seen through a real headless Chromium, and asked
+/// by a client that is not the page.
+@Suite("hotspot-helper web", .serialized)
+struct WebPageTests {
+    /// Where each step's screenshot is kept, to look at.
+    static let artifacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../.build/test-artifacts/web").standardized.path
+
+    /// `hotspot-helper web` for the daemon of `stateDirectory`, and the address it printed.
+    static func startPage(stateDirectory: String) async throws -> (RunningCLI, url: String, port: Int) {
+        let web = try RunningCLI(["web", "--state-dir", stateDirectory, "--no-open"])
+        try await eventually("the page's address") { web.standardOutput.contains("?token=") }
+        let url = try #require(web.standardOutput.split(separator: " ").first { $0.hasPrefix("http://") }.map {
+            $0.split(separator: "\n")[0] })
+        let port = try #require(Int(url.split(separator: ":")[2].split(separator: "/")[0]))
+        return (web, String(url), port)
+    }
+
+    static func card(_ network: String) -> String { "document.querySelector('[data-network=\"\(network)\"]')" }
+
+    @Test func aPersonAnswersTheLibrarysQuestionInABrowser() async throws {
+        let venue = try await DaemonTests.Venue(.email, script: "library.lua", ssid: "City-Library", portalHost: "wifi.library.example")
+        defer { Task { await venue.portal.stop() } }
+        let daemon = try RunningCLI(venue.arguments())
+        try await daemon.waitForEvent(DaemonTests.isState("presenting_ui", "City-Library"))
+        let (web, url, _) = try await Self.startPage(stateDirectory: venue.state)
+        let card = Self.card("City-Library")
+        try await onOwnThread {
+            let browser = try HeadlessBrowser()
+            try browser.open(url)
+            try browser.waitUntil("\(card)?.dataset.state === 'presenting_ui' && !!\(card).querySelector('form')")
+            #expect(try browser.evaluate("\(card).querySelector('label[for=\"field-City-Library-email\"]').textContent") as? String
+                    == "Email address")
+            #expect(try browser.evaluate("\(card).querySelector('form h3').textContent") as? String == "City Library Wi-Fi")
+            // The token left the address bar.
+            #expect(try browser.evaluate("location.href") as? String == url.components(separatedBy: "?")[0])
+            try browser.screenshot(to: Self.artifacts + "/1-waiting-for-a-person.png")
+
+            // Sent with the required field empty: the daemon's message, and the network waits on.
+            try browser.evaluate("\(card).querySelector('form button[type=submit]').click()")
+            try browser.waitUntil("\(card)?.querySelector('.outcome')?.textContent.includes('Email address (email) is required') === true")
+            #expect(try browser.evaluate("\(card).dataset.state") as? String == "presenting_ui")
+            try browser.screenshot(to: Self.artifacts + "/2-a-required-answer-missing.png")
+
+            try browser.evaluate("""
+                (() => { const form = \(card).querySelector('form');
+                         form.elements.namedItem('email').value = 'reader@example.org'; form.requestSubmit(); })()
+                """)
+            try browser.waitUntil("\(card)?.dataset.state === 'authenticated'"
+                                  + " && \(card).querySelector('.outcome')?.textContent === 'City-Library is authenticated'")
+            #expect(try browser.evaluate("\(card).querySelector('form') === null") as? Bool == true)
+            // The live feed showed what happened.
+            try browser.waitUntil("document.getElementById('events').textContent.includes('present_ui')")
+            try browser.screenshot(to: Self.artifacts + "/3-authenticated.png")
+        }
+        try await daemon.waitForEvent(DaemonTests.isCommand("present_ui"))
+        web.signal(SIGTERM)
+        #expect(try await web.waitForExit() == 0)
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
+    /// Markup in what a helper says is shown as text and never run.
+    @Test func whatAHelperSaysIsShownAsText() async throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["hostile.lua": """
+            return {
+              name = "Hostile",
+              hosts = {},
+              evaluate = function(cmd) return "high" end,
+              authenticate = function(cmd)
+                return "ui_required", {
+                  title = "<script>window.injected = 1</script>Welcome",
+                  message = "<img src=x onerror=\\"window.injected = 2\\">Sign in",
+                  fields = { { name = "code", label = "<b>Code</b>" } },
+                }
+              end,
+            }
+            """])
+        let state = try CLI.temporaryDirectory()
+        let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Hostile-Venue",
+                                     "--state-dir", state, "--probe-interval", "0"])
+        try await daemon.waitForEvent(DaemonTests.isState("presenting_ui", "Hostile-Venue"))
+        let (web, url, _) = try await Self.startPage(stateDirectory: state)
+        let card = Self.card("Hostile-Venue")
+        try await onOwnThread {
+            let browser = try HeadlessBrowser()
+            try browser.open(url)
+            try browser.waitUntil("!!\(card)?.querySelector('form')")
+            #expect(try browser.evaluate("\(card).querySelector('form h3').textContent") as? String
+                    == "<script>window.injected = 1</script>Welcome")
+            #expect(try browser.evaluate("\(card).querySelector('label').textContent") as? String == "<b>Code</b>")
+            #expect(try browser.evaluate("typeof window.injected") as? String == "undefined")
+            #expect(try browser.evaluate("document.querySelectorAll('main img, main script, main b').length") as? Int == 0)
+            try browser.screenshot(to: Self.artifacts + "/4-markup-shown-as-text.png")
+        }
+        web.signal(SIGTERM)
+        _ = try await web.waitForExit()
+        daemon.signal(SIGTERM)
+        _ = try await daemon.waitForExit()
+    }
+
+    /// A request without the token, by another name than loopback's (DNS rebinding), or a
+    /// change not made by the page itself is refused.
+    @Test func requestsNotFromThePageAreRefused() async throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["open.lua": """
+            return { name = "Open", hosts = {}, evaluate = function(cmd) return "none" end }
+            """])
+        let state = try CLI.temporaryDirectory()
+        let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Open-Venue",
+                                     "--state-dir", state, "--probe-interval", "0"])
+        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Open-Venue"))
+        let (web, url, port) = try await Self.startPage(stateDirectory: state)
+        let token = url.components(separatedBy: "token=")[1]
+        let base = "http://127.0.0.1:\(port)"
+        func status(_ arguments: [String]) async throws -> String {
+            let run = try await CLI.run(["-s", "-o", "/dev/null", "-w", "%{http_code}"] + arguments, executable: "/usr/bin/curl")
+            return run.output
+        }
+        let change = ["-X", "POST", "-H", "Content-Type: application/json", "--data", #"{"command":"logoff","network":"Open-Venue"}"#]
+        #expect(try await status([base + "/"]) == "403")
+        #expect(try await status([base + "/api/status"]) == "403")
+        #expect(try await status(["-H", "Host: rebound.example:\(port)", url]) == "421")
+        #expect(try await status([url]) == "200")
+        let cookie = ["-H", "Cookie: hh_session=\(token)"]
+        #expect(try await status(cookie + [base + "/api/status"]) == "200")
+        #expect(try await status(cookie + change + ["-H", "Origin: http://evil.example", base + "/api/control"]) == "403")
+        #expect(try await status(cookie + change + ["-H", "Origin: \(base)", base + "/api/control"]) == "403")  // no CSRF token
+        let page = try await CLI.run(["-s"] + cookie + [base + "/"], executable: "/usr/bin/curl").output
+        let csrf = try #require(page.components(separatedBy: "name=\"csrf-token\" content=\"").last?.prefix(32))
+        #expect(try await status(cookie + change + ["-H", "Origin: \(base)", "-H", "X-CSRF-Token: wrong", base + "/api/control"]) == "403")
+        let accepted = try await CLI.run(["-s"] + cookie + change + ["-H", "Origin: \(base)", "-H", "X-CSRF-Token: \(csrf)", base + "/api/control"],
+                                         executable: "/usr/bin/curl")
+        #expect(accepted.output.contains("Open-Venue is authenticated, not authenticated: nothing to log off")
+                || accepted.output.contains("\"ok\":"), "\(accepted.output)")
+        let watch = try await CLI.run(["-s"] + cookie + ["-H", "Origin: \(base)", "-H", "X-CSRF-Token: \(csrf)", "-X", "POST",
+                                                         "--data", #"{"command":"watch"}"#, base + "/api/control"],
+                                      executable: "/usr/bin/curl")
+        #expect(watch.output == "Not a request the page sends.\n")
+        web.signal(SIGTERM)
+        _ = try await web.waitForExit()
+        daemon.signal(SIGTERM)
+        _ = try await daemon.waitForExit()
+    }
+}
