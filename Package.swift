@@ -82,10 +82,12 @@ let package = Package(
         // Writes a target's .lua files into a Swift file as strings, for the EmbedLua plugin.
         .executableTarget(name: "embed-lua", swiftSettings: swiftSettings),
         .plugin(name: "EmbedLua", capability: .buildTool(), dependencies: ["embed-lua"]),
+        // A Hummingbird responder served until stopped: what the simulator and the person's page share.
+        .target(name: "HTTPServing", dependencies: [.product(name: "Hummingbird", package: "hummingbird")], swiftSettings: swiftSettings),
         // The portal simulator: captive-portal scenarios on a real HTTP server. HotspotNetwork
         // for its JSON writer, the project's one, so the simulator's answers escape as the rest.
         .target(
-            name: "PortalSimulator", dependencies: ["HotspotNetwork", .product(name: "Hummingbird", package: "hummingbird")],
+            name: "PortalSimulator", dependencies: ["HotspotNetwork", "HTTPServing", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
         // What the two command-line executables share: options, event output, how they start.
         .target(
@@ -120,7 +122,7 @@ let package = Package(
         // The page a person opens (`hotspot-helper web`): a web server on loopback, run as that
         // person, that talks to the daemon over its control socket. Hummingbird, as the simulator.
         .target(
-            name: "PersonPage", dependencies: ["HotspotSystem", .product(name: "Hummingbird", package: "hummingbird")],
+            name: "PersonPage", dependencies: ["HotspotSystem", "HTTPServing", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
         // `hotspot-helper web`, which `hotspot-helper` runs (execv) as it runs the devtools, so the
         // daemon's executable stays free of the web server.

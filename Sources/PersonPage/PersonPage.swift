@@ -1,8 +1,5 @@
-import Hummingbird
 import HotspotSystem
-import Logging
-import NIOCore
-import ServiceLifecycle
+import HTTPServing
 
 /// The page a person opens to see and answer the daemon (`hotspot-helper web`): a small web
 /// server on loopback, run as that person, that talks to the daemon over its control socket.
@@ -17,8 +14,7 @@ public final class PersonPage: Sendable {
     /// The address to open, with the session's token.
     public let url: String
     public let port: Int
-    private let serviceGroup: ServiceGroup
-    private let server: Task<Void, any Error>
+    private let server: RunningHTTPServer
     private let relay: EventRelay
 
     public struct StartError: Error, CustomStringConvertible {
@@ -34,53 +30,31 @@ public final class PersonPage: Sendable {
         guard loopbackHosts.contains(host) else {
             throw StartError(description: "the page listens on loopback only (127.0.0.1, ::1 or localhost), not \(host)")
         }
-        let logger = Logger(label: "PersonPage") { _ in SwiftLogNoOpLogHandler() }
         let relay = EventRelay(controlSocket: controlSocket)
         let session = PageSession()
-        let (listeningPorts, listening) = AsyncStream.makeStream(of: Int.self)
         let responder = PersonPageResponder(session: session, controlSocket: controlSocket, relay: relay)
-        let application = Application(
-            responder: responder, configuration: .init(address: .hostname(host, port: port)),
-            onServerRunning: { channel in
-                listening.yield(channel.localAddress?.port ?? port)
-                listening.finish()
-            },
-            logger: logger)
-        var configuration = ServiceGroupConfiguration(services: [application], logger: logger)
-        // The event streams never end by themselves: cancelled rather than waited for.
-        configuration.maximumGracefulShutdownDuration = .seconds(1)
-        let serviceGroup = ServiceGroup(configuration: configuration)
-        let server = Task {
-            defer { listening.finish() }
-            try await serviceGroup.run()
-        }
-        guard let actualPort = await listeningPorts.first(where: { _ in true }) else {
-            try await server.value
-            throw StartError(description: "the server ended before it listened")
-        }
-        session.port = actualPort
+        // The event streams never end by themselves: cancelled at a stop rather than waited for.
+        let server = try await RunningHTTPServer.start(responder, host: host, port: port, shutdownGrace: .seconds(1))
+        session.port = server.port
         relay.start()
-        let authority = host.contains(":") ? "[\(host)]:\(actualPort)" : "\(host):\(actualPort)"
-        return PersonPage(url: "http://\(authority)/?token=\(session.token)", port: actualPort, serviceGroup: serviceGroup,
-                          server: server, relay: relay)
+        let authority = host.contains(":") ? "[\(host)]:\(server.port)" : "\(host):\(server.port)"
+        return PersonPage(url: "http://\(authority)/?token=\(session.token)", server: server, relay: relay)
     }
 
-    private init(url: String, port: Int, serviceGroup: ServiceGroup, server: Task<Void, any Error>, relay: EventRelay) {
+    private init(url: String, server: RunningHTTPServer, relay: EventRelay) {
         self.url = url
-        self.port = port
-        self.serviceGroup = serviceGroup
+        self.port = server.port
         self.server = server
         self.relay = relay
     }
 
-    /// Runs until the server ends (a signal's graceful shutdown).
+    /// Runs until the server ends (after `stop`).
     public func wait() async throws {
-        try await server.value
+        try await server.wait()
     }
 
     public func stop() async {
         relay.stop()
-        await serviceGroup.triggerGracefulShutdown()
-        _ = await server.result
+        await server.stop()
     }
 }

@@ -1,6 +1,4 @@
-import Hummingbird
-import Logging
-import ServiceLifecycle
+import HTTPServing
 
 /// Why the simulator could not start.
 public enum SimulatorError: Error, CustomStringConvertible {
@@ -36,25 +34,21 @@ public final class SimulatedPortal: Sendable {
     public let dns: DNSResponder?
 
     private let state: PortalState
-    private let serviceGroup: ServiceGroup
-    private let server: Task<Void, any Error>
+    private let server: RunningHTTPServer
 
     /// The portal's root URL, such as `http://127.0.0.1:8080/`.
     public var url: String {
         "http://\(host.contains(":") ? "[\(host)]" : host):\(port)/"
     }
 
-    private init(
-        scenario: Scenario, settings: ScenarioSettings, host: String, port: Int, dns: DNSResponder?, state: PortalState,
-        serviceGroup: ServiceGroup, server: Task<Void, any Error>
-    ) {
+    private init(scenario: Scenario, settings: ScenarioSettings, host: String, dns: DNSResponder?, state: PortalState,
+                 server: RunningHTTPServer) {
         self.scenario = scenario
         self.settings = settings
         self.host = host
-        self.port = port
+        self.port = server.port
         self.dns = dns
         self.state = state
-        self.serviceGroup = serviceGroup
         self.server = server
     }
 
@@ -70,41 +64,24 @@ public final class SimulatedPortal: Sendable {
         dnsPort: Int? = nil, dnsAnswer: String? = nil, requestLog: (@Sendable (String) -> Void)? = nil
     ) async throws -> SimulatedPortal {
         let state = PortalState()
-        let logger = Logger(label: "PortalSimulator") { _ in SwiftLogNoOpLogHandler() }
-        let (listeningPorts, listening) = AsyncStream.makeStream(of: Int.self)
         let responder = PortalResponder(
             scenarioName: scenario.name, behavior: behavior(of: scenario, state: state, settings: settings), state: state,
             latency: settings.latency(for: scenario.kind), portalHost: settings.portalHost, requestLog: requestLog)
-        let application = Application(
-            responder: responder, configuration: .init(address: .hostname(host, port: port)),
-            onServerRunning: { channel in
-                listening.yield(channel.localAddress?.port ?? port)
-                listening.finish()
-            },
-            logger: logger)
-        var configuration = ServiceGroupConfiguration(services: [application], logger: logger)
-        // Connections still busy after this are cancelled rather than waited for.
-        configuration.maximumGracefulShutdownDuration = .seconds(2)
-        let serviceGroup = ServiceGroup(configuration: configuration)
-        let server = Task {
-            defer { listening.finish() }
-            try await serviceGroup.run()
-        }
-        guard let actualPort = await listeningPorts.first(where: { _ in true }) else {
-            try await server.value
+        // Connections still busy at a stop after this are cancelled rather than waited for.
+        let server: RunningHTTPServer
+        do {
+            server = try await RunningHTTPServer.start(responder, host: host, port: port, shutdownGrace: .seconds(2))
+        } catch is RunningHTTPServer.StartError {
             throw SimulatorError.serverEndedBeforeListening
         }
         var dns: DNSResponder?
         do {
             if let dnsPort { dns = try await DNSResponder.start(host: host, port: dnsPort, answer: dnsAnswer) }
         } catch {
-            await serviceGroup.triggerGracefulShutdown()
-            _ = await server.result
+            await server.stop()
             throw error
         }
-        return SimulatedPortal(
-            scenario: scenario, settings: settings, host: host, port: actualPort, dns: dns, state: state,
-            serviceGroup: serviceGroup, server: server)
+        return SimulatedPortal(scenario: scenario, settings: settings, host: host, dns: dns, state: state, server: server)
     }
 
     /// Forgets every client (logins, sessions, refused attempts), so the next client starts
@@ -131,8 +108,7 @@ public final class SimulatedPortal: Sendable {
 
     public func stop() async {
         state.beginStopping()
-        await serviceGroup.triggerGracefulShutdown()
-        _ = await server.result
+        await server.stop()
         await dns?.stop()
     }
 
