@@ -186,6 +186,11 @@ enum PageAssets {
             }
             actions.append(make("button", { type: "button", textContent: network.autoJoinDisabled ? "Join again (auto-join is off)" : "Join again",
                                             onclick: () => act(network.ssid, { command: "join", network: network.ssid }) }));
+            const chosen = status.helpers.find(helper => helper.id === network.helper);
+            if (chosen && !chosen.switchedOff && !chosen.offFor.includes(network.ssid)) {
+              actions.append(make("button", { type: "button", textContent: `Switch ${network.helper} off here`,
+                onclick: () => act(network.ssid, { command: "disable", helper: network.helper, network: network.ssid }) }));
+            }
             card.append(actions, commandsTable(network.recentCommands));
             return card;
           });
@@ -197,6 +202,10 @@ enum PageAssets {
               + (helper.offFor.length ? `: off for ${helper.offFor.join(", ")}` : ""));
             item.append(" ", make("button", { type: "button", textContent: off ? "Switch on" : "Switch off",
               onclick: () => act("", { command: off ? "enable" : "disable", helper: helper.id }) }));
+            for (const network of helper.offFor) {
+              item.append(" ", make("button", { type: "button", textContent: `Switch on for ${network}`,
+                onclick: () => act(network, { command: "enable", helper: helper.id, network }) }));
+            }
             return item;
           }));
         }

@@ -60,6 +60,19 @@ struct WebPageTests {
             // The live feed showed what happened.
             try browser.waitUntil("document.getElementById('events').textContent.includes('present_ui')")
             try browser.screenshot(to: Self.artifacts + "/3-authenticated.png")
+
+            // The helper switched off for this network and on again, then a log off, from the page.
+            func click(_ text: String, in scope: String) -> String {
+                "[...\(scope).querySelectorAll('button')].find(button => button.textContent === '\(text)').click()"
+            }
+            let helper = "document.querySelector('[data-helper=\"library\"]')"
+            try browser.evaluate(click("Switch library off here", in: card))
+            try browser.waitUntil("\(helper)?.textContent.includes('off for City-Library') === true")
+            try browser.screenshot(to: Self.artifacts + "/4-switched-off-for-the-network.png")
+            try browser.evaluate(click("Switch on for City-Library", in: helper))
+            try browser.waitUntil("\(helper)?.textContent.includes('off for') === false")
+            try browser.evaluate(click("Log off", in: card))
+            try browser.waitUntil("\(card)?.dataset.state === 'inactive'")
         }
         try await daemon.waitForEvent(DaemonTests.isCommand("present_ui"))
         web.signal(SIGTERM)
@@ -99,7 +112,7 @@ struct WebPageTests {
             #expect(try browser.evaluate("\(card).querySelector('label').textContent") as? String == "<b>Code</b>")
             #expect(try browser.evaluate("typeof window.injected") as? String == "undefined")
             #expect(try browser.evaluate("document.querySelectorAll('main img, main script, main b').length") as? Int == 0)
-            try browser.screenshot(to: Self.artifacts + "/4-markup-shown-as-text.png")
+            try browser.screenshot(to: Self.artifacts + "/5-markup-shown-as-text.png")
         }
         web.signal(SIGTERM)
         _ = try await web.waitForExit()
