@@ -1,7 +1,10 @@
 # A fresh Debian machine needs only `make demo` and `make test`: both install the system
 # packages the build needs first.
 SWIFT ?= swift
-SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lua5.4 pkg-config iproute2 curl openssl
+# systemd: systemd-analyze and systemd-creds, for the unit's and the credentials' tests.
+# prometheus (about 19 MB to download): the metrics tests scrape the daemon with it and check
+# the exposition and the alerting rules with its promtool.
+SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lua5.4 pkg-config iproute2 curl openssl systemd prometheus
 
 .PHONY: all deps build release test demo bench check-sanitizers clean
 

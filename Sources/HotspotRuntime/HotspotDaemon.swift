@@ -103,6 +103,35 @@ public actor HotspotDaemon {
         await runtime.stopTimers()
     }
 
+    /// What the daemon keeps, as a service manager's status line and the metrics show it.
+    public struct Status: Sendable, Equatable {
+        public var helpers: Int
+        /// Each network's state, by SSID.
+        public var networkStates: [String: HotspotState]
+
+        /// One line: "1 of 2 networks authenticated (Aroma-Guest authenticated, Hotel presenting_ui); 3 helpers".
+        public var summary: String {
+            let authenticated = networkStates.values.count { $0 == .authenticated }
+            let each = networkStates.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.rawValue)" }.joined(separator: ", ")
+            return "\(authenticated) of \(networkStates.count) network\(networkStates.count == 1 ? "" : "s") authenticated (\(each)); "
+                + "\(helpers) helper\(helpers == 1 ? "" : "s")"
+        }
+    }
+
+    /// The status, read through the runtime: an answer means neither actor is stuck, which
+    /// is what the service manager's watchdog is fed on.
+    public func status() async -> Status {
+        var states: [String: HotspotState] = [:]
+        for network in networks { states[network.ssid] = await runtime.state(of: network.ssid) }
+        return Status(helpers: await catalog.helpers.count, networkStates: states)
+    }
+
+    /// Blocks the daemon's actor for good, as a bug that wedged it would: the watchdog's test
+    /// (a hidden option of `run`) checks that the service manager then hears no more pings.
+    package func stallForTesting() {
+        while true { sleep(3600) }
+    }
+
     // MARK: the control socket
 
     public func handle(_ request: ControlRequest) async -> ControlReply {

@@ -196,7 +196,7 @@ public enum ControlClient {
         do {
             descriptor = try ControlServer.connect(path)
         } catch {
-            throw ControlSocketError("no hotspot-helper daemon answers on \(path) (\(error)); is `hotspot-helper run` running with this --state-dir?")
+            throw ControlSocketError("no hotspot-helper daemon answers on \(path) (\(error)); is `hotspot-helper run` running with this --state-dir or --control-socket?")
         }
         defer { close(descriptor) }
         var wait = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)

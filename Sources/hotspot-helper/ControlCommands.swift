@@ -12,11 +12,15 @@ struct DaemonOptions: ParsableArguments {
     @Option(name: .customLong("state-dir"), help: ArgumentHelp("The daemon's --state-dir.", valueName: "dir"))
     var stateDirectory = "/var/lib/hotspot-helper"
 
+    @Option(name: .customLong("control-socket"),
+            help: ArgumentHelp("The daemon's --control-socket (default: STATE-DIR/control.sock).", valueName: "path"))
+    var controlSocket: String?
+
     /// Sends `request`, prints the daemon's answer, and exits 1 when it did not do it.
     func send(_ request: ControlRequest) throws {
         let reply: ControlReply
         do {
-            reply = try ControlClient.send(request, to: stateDirectory + "/" + ControlServer.fileName)
+            reply = try ControlClient.send(request, to: controlSocket ?? stateDirectory + "/" + ControlServer.fileName)
         } catch {
             writeUnbuffered("hotspot-helper: \(error.description)\n", to: STDERR_FILENO)
             throw ExitCode(1)
