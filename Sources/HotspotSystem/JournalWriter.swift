@@ -16,14 +16,13 @@ public final class JournalWriter: Sendable {
     /// A field of an entry; names are upper-case letters, digits and `_`, not starting with `_`.
     public typealias Field = (name: String, value: String)
 
-    private let descriptor: Int32
-    private let address: [UInt8]
+    private let sender: UnixDatagramSender
 
     /// A writer when `descriptor` (the stream events would go to) is connected to the journal,
     /// as `JOURNAL_STREAM` ("device:inode" of the stream the service manager connected)
     /// says; nil otherwise, and the caller writes lines as before.
-    public static func forStream(_ descriptor: Int32, environment: [String: String]? = nil) -> JournalWriter? {
-        let environment = environment ?? ProcessInfo.processInfo.environment
+    public static func forStream(_ descriptor: Int32) -> JournalWriter? {
+        let environment = ProcessInfo.processInfo.environment
         guard let stream = environment["JOURNAL_STREAM"], isStream(descriptor, named: stream) else { return nil }
         return JournalWriter(socketPath: environment[socketEnvironmentVariable] ?? defaultSocketPath)
     }
@@ -38,25 +37,14 @@ public final class JournalWriter: Sendable {
     }
 
     public init?(socketPath: String) {
-        guard let address = ServiceNotifier.socketAddress(socketPath) else { return nil }
-        let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { return nil }
-        self.descriptor = descriptor
-        self.address = address
+        guard let sender = UnixDatagramSender(path: socketPath) else { return nil }
+        self.sender = sender
     }
-
-    deinit { close(descriptor) }
 
     /// Sends one entry; false when the journal did not take it (not listening, or an entry
     /// too large for a datagram), so the caller can write it another way.
     public func send(_ fields: [Field]) -> Bool {
-        let entry = Self.encoded(fields)
-        return address.withUnsafeBytes { address in
-            entry.withUnsafeBytes { entry in
-                sendto(descriptor, entry.baseAddress, entry.count, Int32(MSG_NOSIGNAL),
-                       address.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(address.count)) == entry.count
-            }
-        }
+        sender.send(Self.encoded(fields))
     }
 
     /// An entry as the native protocol carries it.

@@ -24,12 +24,7 @@ final class DatagramListener: Sendable {
     init(_ kind: String) throws {
         path = scratchPath(kind)
         let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: Array(path.utf8))
-            raw[path.utf8.count] = 0
-        }
+        var address = unixSocketAddress(path)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
@@ -70,4 +65,15 @@ final class DatagramListener: Sendable {
         inbox.closed.store(true, ordering: .relaxed)
         unlink(path)
     }
+}
+
+/// The address of the Unix socket at `path`.
+func unixSocketAddress(_ path: String) -> sockaddr_un {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        raw.copyBytes(from: Array(path.utf8))
+        raw[path.utf8.count] = 0
+    }
+    return address
 }

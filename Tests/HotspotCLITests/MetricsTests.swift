@@ -40,16 +40,18 @@ struct MetricsTests {
     @Test func prometheusScrapesTheCommandsTheDaemonRan() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/prometheus"), "Debian's prometheus is missing: make deps installs it")
         let scripts = try CLI.temporaryDirectory(scripts: ["instant.lua": Self.helper])
-        let state = try CLI.temporaryDirectory()
-        let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Instant-Guest", "--state-dir", state,
+        // The control socket apart from the state, as the unit has it.
+        let controlSocket = try CLI.temporaryDirectory() + "/control.sock"
+        let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Instant-Guest",
+                                     "--state-dir", try CLI.temporaryDirectory(), "--control-socket", controlSocket,
                                      "--probe-interval", "0", "--metrics-listen", "127.0.0.1:0"])
         let running = try await daemon.waitForEvent { ($0["message"] as? String)?.contains("metrics at http://") == true }
         let message = try #require(running["message"] as? String)
         let metricsURL = String(message[message.range(of: "http://")!.lowerBound...])
         try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Instant-Guest"))
         // More commands: a logoff and a join, through the control socket.
-        #expect(try await CLI.run(["logoff", "Instant-Guest", "--state-dir", state]).status == 0)
-        #expect(try await CLI.run(["join", "Instant-Guest", "--state-dir", state]).status == 0)
+        #expect(try await CLI.run(["logoff", "Instant-Guest", "--control-socket", controlSocket]).status == 0)
+        #expect(try await CLI.run(["join", "Instant-Guest", "--control-socket", controlSocket]).status == 0)
         try await daemon.waitForEvent(count: 2, DaemonTests.isState("authenticated", "Instant-Guest"))
 
         var expected: [String: Int] = [:]

@@ -43,7 +43,7 @@ struct ServiceTests {
         let start = ContinuousClock.now
         try await Task.sleep(for: .seconds(2))
         let pings = manager.datagrams.filter { Self.isPing($0) && $0.arrived >= start && $0.arrived < start + .seconds(2) }
-        #expect((7...12).contains(pings.count), "\(pings.count) pings in 2 s")
+        #expect((5...12).contains(pings.count), "\(pings.count) pings in 2 s (10 expected; fewer on a loaded machine)")
 
         daemon.signal(SIGHUP)
         let reloading = try await manager.waitFor { $0.text.hasPrefix("RELOADING=1\n") }
