@@ -120,9 +120,6 @@ struct Run: AsyncParsableCommand {
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let engine = try LoadedHelpers.engine(workers: runtimeOptions.workers, output: output)
         defer { engine.shutdown() }
-        // Connectivity probes and the check of a helper's success run in this process (after
-        // the workers start, as in connect).
-        if configuration.verifyAuthentication || probeInterval.value > 0 { BoundHTTPClient.loadLibraryInBackground() }
         let catalog = HelperCatalog(path: scripts, engine: engine, retirementDelay: configuration.commandDeadline)
         let firstLoad = await catalog.refresh()
         let helpers = await catalog.helpers
@@ -131,6 +128,10 @@ struct Run: AsyncParsableCommand {
             output.fail("no script at \(scripts) loads, so there is nothing to run; `hotspot-helper check \(scripts)` lists every problem")
             throw ExitCode(2)
         }
+        // Connectivity probes and the check of a helper's success run in this process (after
+        // the workers start, as in connect). Only once there is something to run: a process
+        // exiting while the loader's thread is still in dlopen crashed now and then (SIGSEGV).
+        if configuration.verifyAuthentication || probeInterval.value > 0 { BoundHTTPClient.loadLibraryInBackground() }
         let runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: persistence,
                                      configuration: configuration, events: emit)
         let networks = sources.map { source in
@@ -148,15 +149,7 @@ struct Run: AsyncParsableCommand {
         let metricsResponder: MetricsResponder?
         do {
             control = try ControlServer(path: controlSocket ?? stateDirectory + "/" + ControlServer.fileName) { await daemon.handle($0) }
-            metricsResponder = try metrics.map { metrics in
-                try MetricsResponder(listening: metricsListen!) {
-                    let status = await daemon.status()
-                    return metrics.exposition(.init(networkStates: status.networkStates, workerResidentBytes: engine.workerResidentBytes,
-                                                    workerReplacements: Dictionary(uniqueKeysWithValues: engine.workerReplacements.map {
-                                                        ($0.key.rawValue, $0.value)
-                                                    })))
-                }
-            }
+            metricsResponder = try serve(metrics, of: daemon, engine: engine)
         } catch {
             output.fail("\(error)")
             throw ExitCode(2)
@@ -206,6 +199,20 @@ struct Run: AsyncParsableCommand {
         starting.cancel()
         await starting.value
         await daemon.stop()
+    }
+
+    /// The responder Prometheus scrapes, when `--metrics-listen` asks for one: each scrape
+    /// reads the networks' states through the daemon and the workers' figures from the engine.
+    private func serve(_ metrics: HotspotMetrics?, of daemon: HotspotDaemon, engine: LuaEngine) throws(MetricsResponderError)
+        -> MetricsResponder?
+    {
+        guard let metrics, let metricsListen else { return nil }
+        return try MetricsResponder(listening: metricsListen) {
+            let status = await daemon.status()
+            let replacements = Dictionary(uniqueKeysWithValues: engine.workerReplacements.map { ($0.key.rawValue, $0.value) })
+            return metrics.exposition(.init(networkStates: status.networkStates, workerResidentBytes: engine.workerResidentBytes,
+                                            workerReplacements: replacements))
+        }
     }
 
     private static func listenAddress(_ text: String) throws -> MetricsResponder.ListenAddress {
