@@ -47,18 +47,14 @@ final class DatagramListener: Sendable {
     var datagrams: [Datagram] { inbox.received.withLock { $0 } }
 
     /// Waits until `count` datagrams match (those already there included) and returns the
-    /// last that did; fails the test with what came if they do not.
+    /// last that did; fails the test if they do not come.
     @discardableResult
     func waitFor(count: Int = 1, timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
                  _ matches: (Datagram) -> Bool) async throws -> Datagram {
-        let end = ContinuousClock.now + timeout
-        while ContinuousClock.now < end {
-            let found = datagrams.filter(matches)
-            if found.count >= count { return found[count - 1] }
-            try await Task.sleep(for: .milliseconds(20))
+        try await eventually("\(count) matching datagram(s) on \(path)", within: timeout, sourceLocation: sourceLocation) {
+            datagrams.count(where: matches) >= count
         }
-        Issue.record("no such datagram within \(timeout); came: \(datagrams.map(\.text))", sourceLocation: sourceLocation)
-        throw CancellationError()
+        return datagrams.filter(matches)[count - 1]
     }
 
     deinit {
