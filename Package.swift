@@ -28,6 +28,8 @@ let package = Package(
         // Without its "FullFoundation" trait, Hummingbird needs FoundationEssentials only, and so does the daemon.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0", traits: ["ConfigurationSupport"]),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // The daemon's metrics (Prometheus's text format); needs swift-atomics and swift-metrics' CoreMetrics only.
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // glibc's GNU extensions that spawning needs (the closefrom file action, pipe2), which
@@ -71,6 +73,11 @@ let package = Package(
         // (NetworkManager) belong here too. No Lua: it knows the hotspot model and the
         // network layer, never the engine, so it can be built and tested without it.
         .target(name: "HotspotSystem", dependencies: ["HotspotCore", "HotspotNetwork", "Spawning"], swiftSettings: swiftSettings),
+        // The daemon's metrics in Prometheus's text format, counted from the runtime's events
+        // and levels read at each scrape; only the daemon links it.
+        .target(
+            name: "HotspotMetrics", dependencies: ["HotspotCore", .product(name: "Prometheus", package: "swift-prometheus")],
+            swiftSettings: swiftSettings),
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
         // Its Prelude/*.lua are embedded as Swift strings by the EmbedLua plugin.
@@ -107,7 +114,7 @@ let package = Package(
             name: "hotspot-helper",
             dependencies: [
                 "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox", "ScriptLibraries",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "HotspotMetrics", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
         // demo, dev and simulate, with the portal simulator, which `hotspot-helper` runs for them
@@ -159,6 +166,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "SpawningTests", dependencies: ["Spawning"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotSystemTests", dependencies: ["HotspotSystem", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotMetricsTests", dependencies: ["HotspotMetrics", "HotspotCore"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotCoreTests", dependencies: ["HotspotCore", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "TestSupport"], swiftSettings: swiftSettings),
     ]

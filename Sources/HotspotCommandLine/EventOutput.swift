@@ -3,21 +3,28 @@ import Glibc
 #endif
 import FoundationEssentials
 import HotspotRuntime
+import HotspotSystem
 import Synchronization
 package import HotspotCore
 
-/// Renders events as JSON lines or as a timeline for people (coloured on a terminal).
+/// Renders events as JSON lines or as a timeline for people (coloured on a terminal); as
+/// journal entries with fields of their own when standard output is the journal.
 package final class EventOutput: Sendable {
     package let json: Bool
     private let colored: Bool
     private let lock = Mutex(())
+    /// Set when standard output is the journal (a service's, `JOURNAL_STREAM`).
+    private let journal: JournalWriter?
 
     package init(json: Bool) {
         self.json = json
         colored = !json && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+        journal = JournalWriter.forStream(STDOUT_FILENO)
     }
 
     package func write(_ event: HotspotEvent) {
+        // An entry the journal did not take (too large for a datagram) goes out as a line.
+        if let journal, journal.send(event.journalFields) { return }
         let line = json ? event.jsonLine : event.timelineLine(colored: colored)
         lock.withLock { _ in writeUnbuffered(line + "\n") }
     }

@@ -140,9 +140,22 @@ package struct LoadedHelpers {
         }
     }
 
-    /// The secrets file at `path` (none without one), or exit 2 saying what is wrong with it.
+    /// The name of the systemd credential (`LoadCredential=secrets:PATH`, or
+    /// `LoadCredentialEncrypted=`) read in place of a `--secrets` file.
+    static let secretsCredential = "secrets"
+
+    /// The path of the service's credential `name`, when systemd passed one.
+    private static func credentialPath(_ name: String) -> String? {
+        guard let directory = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty else { return nil }
+        let path = directory + "/" + name
+        return FileManager.default.fileExists(atPath: path) ? path : nil
+    }
+
+    /// The secrets file at `path`; without one, the service's `secrets` credential, which
+    /// systemd put in `$CREDENTIALS_DIRECTORY` (decrypted, readable by the service alone);
+    /// none without either. Exit 2 saying what is wrong with the file.
     package static func secrets(at path: String?, output: EventOutput) throws -> Secrets {
-        guard let path else { return Secrets() }
+        guard let path = path ?? credentialPath(secretsCredential) else { return Secrets() }
         do {
             return try Secrets.load(path: path)
         } catch {

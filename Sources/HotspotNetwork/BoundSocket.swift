@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #endif
 import Synchronization
 
@@ -283,12 +283,12 @@ public final class BoundSocket: Sendable {
 }
 
 /// An IPv4 or IPv6 socket address.
-private struct SocketAddress {
-    var storage = sockaddr_storage()
-    var length: socklen_t
-    var family: sa_family_t { storage.ss_family }
+package struct SocketAddress {
+    package var storage = sockaddr_storage()
+    package var length: socklen_t
+    package var family: sa_family_t { storage.ss_family }
 
-    init?(literal: String, port: UInt16) {
+    package init?(literal: String, port: UInt16) {
         var v4 = sockaddr_in()
         var v6 = sockaddr_in6()
         if inet_pton(AF_INET, literal, &v4.sin_addr) == 1 {

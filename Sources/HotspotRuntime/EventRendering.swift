@@ -34,6 +34,99 @@ extension HotspotEvent {
         return String(decoding: JSONValue(members: fields).serialized(), as: UTF8.self)
     }
 
+    /// The event as a journal entry: the timeline's line as `MESSAGE`, a `PRIORITY` from its
+    /// level or result, a `MESSAGE_ID` of its kind, and each of its fields as `HH_*`, so
+    /// `journalctl HH_NETWORK=Grand-Hotel HH_RESULT=failure` selects on them.
+    public var journalFields: [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = [("MESSAGE", timelineLine(colored: false)),
+                                                       ("PRIORITY", String(journalPriority.rawValue)),
+                                                       ("MESSAGE_ID", journalMessageID), ("SYSLOG_IDENTIFIER", "hotspot-helper")]
+        func add(_ name: String, _ value: String?) {
+            if let value { fields.append(("HH_" + name, value)) }
+        }
+        switch self {
+        case .command(let event):
+            add("EVENT", "command")
+            add("NETWORK", event.network)
+            add("HELPER", event.helper)
+            add("COMMAND", event.command.rawValue)
+            add("RESULT", event.result.rawValue)
+            add("CONFIDENCE", event.confidence?.rawValue)
+            add("MS", event.milliseconds.withOneDecimal)
+            add("ERROR", event.error)
+        case .state(let event):
+            add("EVENT", "state")
+            add("NETWORK", event.network)
+            add("FROM", event.from.rawValue)
+            add("STATE", event.to.rawValue)
+            add("HELPER", event.helper)
+        case .done(let event):
+            add("EVENT", "done")
+            add("NETWORK", event.network)
+            add("STATE", event.state.rawValue)
+            add("HELPER", event.helper)
+        case .log(let event):
+            add("EVENT", "log")
+            add("NETWORK", event.network)
+            add("HELPER", event.helper)
+            add("COMMAND", event.command?.rawValue)
+            add("LEVEL", event.level.rawValue)
+        case .reload(let event):
+            add("EVENT", "reload")
+            add("REASON", event.reason)
+            add("ADDED", event.added.isEmpty ? nil : event.added.joined(separator: " "))
+            add("RELOADED", event.reloaded.isEmpty ? nil : event.reloaded.joined(separator: " "))
+            add("REMOVED", event.removed.isEmpty ? nil : event.removed.joined(separator: " "))
+            add("PROBLEMS", event.problems.isEmpty ? nil : event.problems.joined(separator: "\n"))
+        case .connectivity(let event):
+            add("EVENT", "connectivity")
+            add("NETWORK", event.network)
+            add("VERDICT", event.verdict.rawValue)
+            add("PORTAL_URL", event.portalURL)
+            add("INTERFACE_KIND", event.interfaceKind?.rawValue)
+            add("HELPER", event.helper)
+        }
+        return fields
+    }
+
+    /// syslog's levels, as the journal's `PRIORITY` takes them.
+    public enum JournalPriority: Int, Sendable {
+        case error = 3, warning = 4, notice = 5, info = 6, debug = 7
+    }
+
+    public var journalPriority: JournalPriority {
+        switch self {
+        case .command(let event):
+            switch event.result {
+            case .failure, .temporaryFailure: .warning
+            default: .info
+            }
+        case .state(let event): event.to == .failure ? .warning : .info
+        case .done(let event): event.state == .authenticated ? .notice : .warning
+        case .log(let event):
+            switch event.level {
+            case .error: .error
+            case .warn: .warning
+            case .info, .print: .info
+            case .debug: .debug
+            }
+        case .reload(let event): event.problems.isEmpty ? .notice : .warning
+        case .connectivity: .info
+        }
+    }
+
+    /// One fixed id per kind of event (`journalctl MESSAGE_ID=...` finds every event of a kind).
+    public var journalMessageID: String {
+        switch self {
+        case .command: "6a57ab065b044a96bb90f15868bd9522"
+        case .state: "28729c7f87b242a7bbaccb670ae554f6"
+        case .done: "ce000402a4634697aeed2756d0115a9a"
+        case .log: "db0d8ed2f5a243f9a162c9983fa5e7f3"
+        case .reload: "88de100c264b4a938e4609ff65762264"
+        case .connectivity: "0585580185e5419f83fad21382d5e4c0"
+        }
+    }
+
     /// A line of the readable timeline.
     public func timelineLine(colored: Bool) -> String {
         func paint(_ text: String, _ code: String) -> String { colored ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }

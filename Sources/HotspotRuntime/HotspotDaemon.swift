@@ -106,6 +106,12 @@ public actor HotspotDaemon {
         await runtime.stopTimers()
     }
 
+    /// Blocks the daemon's actor for good, as a bug that wedged it would: the watchdog's test
+    /// (a hidden option of `run`) checks that the service manager then hears no more pings.
+    package func stallForTesting() {
+        while true { sleep(3600) }
+    }
+
     // MARK: the control socket
 
     public func handle(_ request: ControlRequest) async -> ControlReply {
@@ -129,7 +135,9 @@ public actor HotspotDaemon {
         }
     }
 
-    /// The networks and helpers as a person sees them (`hotspot-helper status`).
+    /// The networks and helpers as a person sees them (`hotspot-helper status`), read through
+    /// the runtime: an answer also means neither actor is stuck, which is what the service
+    /// manager's watchdog is fed on.
     public func status() async -> DaemonStatus {
         let saved = runtime.stateDirectory.snapshot
         var views: [DaemonStatus.Network] = []
@@ -263,5 +271,21 @@ public actor HotspotDaemon {
     /// interface of its own (the default route's) counts as up.
     static func linkIsUp(_ interface: String?) -> Bool {
         interface.map(NetworkLink.system.isUp) ?? true
+    }
+}
+
+extension DaemonStatus {
+    /// Each network's state, by SSID.
+    public var networkStates: [String: HotspotState] {
+        Dictionary(networks.map { ($0.ssid, $0.state) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// One line, for the service manager: "1 of 2 networks authenticated (Aroma-Guest
+    /// authenticated, Hotel presenting_ui); 3 helpers".
+    public var summary: String {
+        let authenticated = networks.count { $0.state == .authenticated }
+        let each = networks.sorted { $0.ssid < $1.ssid }.map { "\($0.ssid) \($0.state.rawValue)" }.joined(separator: ", ")
+        return "\(authenticated) of \(networks.count) network\(networks.count == 1 ? "" : "s") authenticated (\(each)); "
+            + "\(helpers.count) helper\(helpers.count == 1 ? "" : "s")"
     }
 }

@@ -357,7 +357,7 @@ public enum ControlClient {
                 throw ControlSocketError("the daemon's control socket \(path) is not open to you (\(error)): it lets in the daemon's "
                     + "owner, and the members of the group its --control-group names")
             }
-            throw ControlSocketError("no hotspot-helper daemon answers on \(path) (\(error)); is `hotspot-helper run` running with this --state-dir?")
+            throw ControlSocketError("no hotspot-helper daemon answers on \(path) (\(error)); is `hotspot-helper run` running with this --state-dir or --control-socket?")
         }
         defer { close(descriptor) }
         var wait = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)

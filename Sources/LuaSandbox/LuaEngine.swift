@@ -352,10 +352,35 @@ public final class LuaEngine: Sendable {
     /// The worker processes' ids, in slot order (for monitoring and tests).
     public var workerProcessIDs: [Int32] { slots.map(\.processID) }
 
+    /// Each worker process's resident memory, in slot order; nil for one that is not running
+    /// or whose size cannot be read.
+    public var workerResidentBytes: [Int?] { slots.map(\.residentBytes) }
+
+    /// How many workers were replaced since the engine started, by cause.
+    public var workerReplacements: [WorkerReplacementCause: Int] {
+        slots.reduce(into: [:]) { total, slot in total.merge(slot.replacements) { $0 + $1 } }
+    }
+
     /// Requests written to the workers and not yet answered. Tests wait on it for a call to
     /// have reached its worker (before they cancel it, kill the worker or shut down), since
     /// a sleep only hopes it has.
     package var requestsInFlight: Int { slots.reduce(0) { $0 + $1.requestsInFlight } }
+}
+
+/// Why the engine replaced a worker process.
+public enum WorkerReplacementCause: String, Sendable, CaseIterable {
+    /// A call there overran its deadline and was stopped by ending the worker.
+    case deadline
+    /// A cancelled call there went on past `cancelGrace`.
+    case cancelIgnored = "cancel_ignored"
+    /// The worker was stopped (SIGSTOP, a debugger).
+    case stopped
+    /// The worker's resident memory passed `workerMemoryLimit`.
+    case memory
+    /// The worker ended itself over a call's CPU time spent in a C function.
+    case cpuTime = "cpu_time"
+    /// The worker ended for any other reason: a crash, a signal from outside, an exit.
+    case crash
 }
 
 /// One worker process, its replacements, and the requests in flight to it.
@@ -396,6 +421,7 @@ private final class WorkerSlot: Sendable {
         var stopped = false
         var failure: String?
         var watchdogAt: Int64?
+        var replacements: [WorkerReplacementCause: Int] = [:]
     }
 
     let index: Int
@@ -427,6 +453,8 @@ private final class WorkerSlot: Sendable {
     var scriptCount: Int { state.withLock { $0.scripts.count + $0.pending.count } }
     var processID: Int32 { state.withLock { $0.process?.pid ?? 0 } }
     var requestsInFlight: Int { state.withLock { $0.pending.values.count { !$0.isCancelled } } }
+    var residentBytes: Int? { state.withLock { $0.process }?.residentBytes }
+    var replacements: [WorkerReplacementCause: Int] { state.withLock { $0.replacements } }
 
     func perform(_ frame: WorkerFrame, deadline: Deadline?, installing: (UInt32, ScriptSource)?) async -> RawOutcome {
         if Task.isCancelled { return RawOutcome(error: LuaScriptError(.cancelled, "cancelled")) }
@@ -569,7 +597,7 @@ private final class WorkerSlot: Sendable {
             // A worker that ended itself over one call's CPU time answered that call; the
             // others only shared its process. Any other end may have been any call's doing.
             return replaceWorker(&state, reason: "its worker process \(ending.description)",
-                                 rerunningTheRest: ending.stoppedARunawayCall)
+                                 cause: ending.stoppedARunawayCall ? .cpuTime : .crash, rerunningTheRest: ending.stoppedARunawayCall)
         }
         replaced?.finish(self)
     }
@@ -591,7 +619,9 @@ private final class WorkerSlot: Sendable {
     /// old one is lost, or, when `rerunningTheRest` (the requests were not the cause of its
     /// end), sent again to the new one once, while their deadlines allow. Requests made
     /// from now on go to the new worker.
-    private func replaceWorker(_ state: inout State, reason: String, rerunningTheRest: Bool) -> Replacement {
+    private func replaceWorker(_ state: inout State, reason: String, cause: WorkerReplacementCause,
+                               rerunningTheRest: Bool) -> Replacement {
+        state.replacements[cause, default: 0] += 1
         let now = sbx_monotonic_ns()
         var lost: [Pending] = []
         var rerun: [(UInt64, Pending)] = []
@@ -664,13 +694,13 @@ private final class WorkerSlot: Sendable {
                 if process.isStopped {
                     process.kill()  // its reader reaps it
                     return ([], replaceWorker(&state, reason: "its worker process was stopped (SIGSTOP or a debugger), so it was replaced",
-                                              rerunningTheRest: true))
+                                              cause: .stopped, rerunningTheRest: true))
                 }
                 if let resident = process.residentBytes, resident > configuration.workerMemoryLimit {
                     process.kill()
                     let reason = "its worker process held \(formatBytes(resident)), more than its limit of "
                         + "\(formatBytes(configuration.workerMemoryLimit)), so it was replaced"
-                    return ([], replaceWorker(&state, reason: reason, rerunningTheRest: false))
+                    return ([], replaceWorker(&state, reason: reason, cause: .memory, rerunningTheRest: false))
                 }
                 let next = state.pending.values.compactMap(\.killAt).min() ?? .max
                 scheduleWatchdog(min(next, now + Self.stoppedCheckInterval), &state)
@@ -678,10 +708,12 @@ private final class WorkerSlot: Sendable {
             }
             for id in expired.keys { state.pending.removeValue(forKey: id) }
             state.process?.kill()  // its reader reaps it
-            let reason = expired.values.allSatisfy(\.isCancelled)
+            let cancelIgnored = expired.values.allSatisfy(\.isCancelled)
+            let reason = cancelIgnored
                 ? "its worker was restarted because another call there went on \(configuration.cancelGrace) after it was cancelled"
                 : "its worker was restarted because another call there overran its deadline"
-            return (Array(expired.values), replaceWorker(&state, reason: reason, rerunningTheRest: true))
+            return (Array(expired.values), replaceWorker(&state, reason: reason, cause: cancelIgnored ? .cancelIgnored : .deadline,
+                                                         rerunningTheRest: true))
         }
         for request in overran {
             request.answerNow(RawOutcome(

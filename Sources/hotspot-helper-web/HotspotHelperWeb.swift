@@ -15,8 +15,8 @@ struct HotspotHelperWeb: AsyncParsableCommand {
         abstract: "Serves a page on loopback to see the running daemon and answer what its helpers ask of a person.",
         discussion: """
             Run it as the person at the device (not as root): it talks to the daemon over the \
-            control socket in --state-dir, which lets in the daemon's owner and, when the daemon \
-            runs with --control-group GROUP, that group's members.
+            control socket in --state-dir (or at --control-socket), which lets in the daemon's \
+            owner and, when the daemon runs with --control-group GROUP, that group's members.
 
             It prints an address with a token, and opens it in the browser when there is one: the \
             token admits you, so keep the address to yourself. The page shows every network, its \
@@ -30,6 +30,10 @@ struct HotspotHelperWeb: AsyncParsableCommand {
 
     @Option(name: .customLong("state-dir"), help: ArgumentHelp("The daemon's --state-dir.", valueName: "dir"))
     var stateDirectory = "/var/lib/hotspot-helper"
+
+    @Option(name: .customLong("control-socket"),
+            help: ArgumentHelp("The daemon's --control-socket (default: STATE-DIR/control.sock).", valueName: "path"))
+    var controlSocket: String?
 
     @Option(help: ArgumentHelp("Where to listen: a loopback address and a port (0 picks a free one).", valueName: "address:port"))
     var listen = "127.0.0.1:0"
@@ -70,7 +74,7 @@ struct HotspotHelperWeb: AsyncParsableCommand {
         let (host, port) = try listenAddress()
         let page: PersonPage
         do {
-            page = try await PersonPage.start(controlSocket: stateDirectory + "/control.sock", host: host, port: port)
+            page = try await PersonPage.start(controlSocket: controlSocket ?? stateDirectory + "/control.sock", host: host, port: port)
         } catch {
             FileHandleStandardError.write("hotspot-helper web: \(error)\n")
             throw ExitCode(2)

@@ -12,6 +12,10 @@ struct DaemonOptions: ParsableArguments {
     @Option(name: .customLong("state-dir"), help: ArgumentHelp("The daemon's --state-dir.", valueName: "dir"))
     var stateDirectory = "/var/lib/hotspot-helper"
 
+    @Option(name: .customLong("control-socket"),
+            help: ArgumentHelp("The daemon's --control-socket (default: STATE-DIR/control.sock).", valueName: "path"))
+    var controlSocket: String?
+
     /// Sends `request`, prints the daemon's answer, and exits 1 when it did not do it.
     func send(_ request: ControlRequest) throws {
         let reply = try exchange(request)
@@ -26,7 +30,7 @@ struct DaemonOptions: ParsableArguments {
     /// The daemon's reply to `request`, or exit 1 saying why there is none.
     func exchange(_ request: ControlRequest) throws -> ControlReply {
         do {
-            return try ControlClient.send(request, to: stateDirectory + "/" + ControlServer.fileName)
+            return try ControlClient.send(request, to: controlSocket ?? stateDirectory + "/" + ControlServer.fileName)
         } catch {
             writeUnbuffered("hotspot-helper: \(error.description)\n", to: STDERR_FILENO)
             throw ExitCode(1)

@@ -6,6 +6,9 @@ import ScriptLibraries
 
 @main
 struct HotspotHelperCommand: AsyncParsableCommand {
+    /// `--version`, and the metrics' build info.
+    static let version = "0.1.0"
+
     static let configuration = CommandConfiguration(
         commandName: "hotspot-helper",
         abstract: "Runs venue scripts that get a device through Wi-Fi captive portals.",
@@ -13,6 +16,7 @@ struct HotspotHelperCommand: AsyncParsableCommand {
             A venue script is a Lua file that returns a table of handlers (evaluate, \
             authenticate, maintain, ...), run in a sandbox under deadlines and a memory cap.
             """,
+        version: version,
         subcommands: [
             Demo.self, Connect.self, Run.self, Dev.self, Check.self, ProbeCommand.self, Networks.self, Simulate.self,
             UI.self, Status.self, Web.self, Logoff.self, Join.self, Disable.self, Enable.self,

@@ -9,6 +9,7 @@ import HotspotRuntime
 import HotspotSystem
 import LuaSandbox
 import HotspotCore
+import HotspotMetrics
 import Synchronization
 
 struct Run: AsyncParsableCommand {
@@ -27,7 +28,14 @@ struct Run: AsyncParsableCommand {
             after kill -9, goes on where it stopped (maintain with the cached helper, no evaluate).
 
             `hotspot-helper ui|logoff|disable|enable` talk to the daemon through \
-            STATE-DIR/control.sock, which only its owner may use.
+            STATE-DIR/control.sock (or --control-socket), which only its owner may use.
+
+            Under systemd (Type=notify) it says when it is ready, reloading and stopping, keeps \
+            a status line, and feeds the watchdog (WatchdogSec=) while its runtime answers; \
+            when standard output is the journal, each event is a journal entry with HH_* \
+            fields (journalctl HH_NETWORK=Aroma-Guest). Without --secrets it reads the \
+            credential `secrets` (LoadCredential=secrets:PATH) when there is one. \
+            --metrics-listen serves Prometheus metrics at /metrics.
 
             Example:
               hotspot-helper run --scripts /etc/hotspot-helper/scripts \\
@@ -51,10 +59,29 @@ struct Run: AsyncParsableCommand {
     @Option(name: .customLong("state-dir"), help: ArgumentHelp("Where state and the control socket are kept.", valueName: "dir"))
     var stateDirectory = "/var/lib/hotspot-helper"
 
+    @Option(name: .customLong("control-socket"),
+            help: ArgumentHelp("The control socket (default: STATE-DIR/control.sock), such as /run/hotspot-helper/control.sock.",
+                               valueName: "path"))
+    var controlSocket: String?
+
     @Option(name: .customLong("control-group"),
             help: ArgumentHelp("Also let this group's members control the daemon (`hotspot-helper web`, `ui`, `status` run by a person); the control socket is then mode 0660 in the group. Default: the daemon's owner only.",
                                valueName: "group"))
     var controlGroup: String?
+
+    @Option(name: .customLong("metrics-listen"),
+            help: ArgumentHelp("Serve Prometheus metrics at http://ADDRESS/metrics: a port (on loopback), ADDRESS:PORT or [IPv6]:PORT (default: none).",
+                               valueName: "address"),
+            transform: Self.listenAddress)
+    var metricsListen: MetricsResponder.ListenAddress?
+
+    @Flag(name: .customLong("metrics-network-labels"),
+          help: "Label metrics with networks' SSIDs too (each SSID is a series; off, networks are counted by state only).")
+    var metricsNetworkLabels = false
+
+    /// For the watchdog's test: SIGUSR1 wedges the daemon's actor, as a bug would.
+    @Flag(name: .customLong("debug-stall-on-sigusr1"), help: .hidden)
+    var stallsOnSIGUSR1 = false
 
     @OptionGroup var resolverOptions: ResolverOptions
 
@@ -91,15 +118,23 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let output = EventOutput(json: json)
+        let metrics = metricsListen.map { _ in HotspotMetrics(version: HotspotHelperCommand.version, labelsNetworks: metricsNetworkLabels) }
+        // Every event is written, counted in the metrics, kept in the recent activity `status`
+        // shows, and sent to the control socket's watchers (`hotspot-helper web`) once it listens.
+        let activity = RecentActivity()
+        let watchers = Mutex<ControlServer?>(nil)
+        let emit: @Sendable (HotspotEvent) -> Void = { event in
+            output.write(event)
+            metrics?.record(event)
+            activity.record(event)
+            watchers.withLock { $0 }?.publish(Array(event.jsonLine.utf8))
+        }
         var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
         configuration.verifyAuthentication = !keeping.probes.isEmpty
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let engine = try LoadedHelpers.engine(workers: runtimeOptions.workers, output: output)
         defer { engine.shutdown() }
-        // Connectivity probes and the check of a helper's success run in this process (after
-        // the workers start, as in connect).
-        if configuration.verifyAuthentication || probeInterval.value > 0 { BoundHTTPClient.loadLibraryInBackground() }
         let catalog = HelperCatalog(path: scripts, engine: engine, retirementDelay: configuration.commandDeadline)
         let firstLoad = await catalog.refresh()
         let helpers = await catalog.helpers
@@ -108,65 +143,100 @@ struct Run: AsyncParsableCommand {
             output.fail("no script at \(scripts) loads, so there is nothing to run; `hotspot-helper check \(scripts)` lists every problem")
             throw ExitCode(2)
         }
-        // Every event is written, kept in the recent activity `status` shows, and sent to the
-        // control socket's watchers (`hotspot-helper web`) once it listens.
-        let activity = RecentActivity()
-        let watchers = Mutex<ControlServer?>(nil)
-        let emit: @Sendable (HotspotEvent) -> Void = { event in
-            activity.record(event)
-            output.write(event)
-            watchers.withLock { $0 }?.publish(Array(event.jsonLine.utf8))
-        }
+        // Connectivity probes and the check of a helper's success run in this process (after
+        // the workers start, as in connect). Only once there is something to run: a process
+        // exiting while the loader's thread is still in dlopen crashed now and then (SIGSEGV).
+        if configuration.verifyAuthentication || probeInterval.value > 0 { BoundHTTPClient.loadLibraryInBackground() }
         let runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: persistence,
                                      configuration: configuration, events: emit)
         let networks = sources.map { source in
             let api = captivePortalAPI.uri(interface: source.interface)
-            if let note = api.note { output.write(.log(.info, note, network: source.ssid)) }
+            if let note = api.note { emit(.log(.info, note, network: source.ssid)) }
             return NetworkDescription(ssid: source.ssid, interface: source.interface, resolvers: resolverOptions.resolvers,
                                       probeURLs: keeping.probes.map(\.text), captivePortalAPI: api.uri)
         }
         let connectivity = probeInterval.value > 0 ? ConnectivityMonitor.Settings(interval: probeInterval.duration) : nil
         let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, networks: networks, connectivity: connectivity,
                                    activity: activity, events: emit)
-        output.write(.reload(ReloadEvent(reason: "started", firstLoad)))
+        emit(.reload(ReloadEvent(reason: "started", firstLoad)))
 
         let control: ControlServer
+        let metricsResponder: MetricsResponder?
         do {
-            control = try ControlServer(path: stateDirectory + "/" + ControlServer.fileName, group: controlGroup.flatMap(ControlServer.groupID(named:))) {
-                await daemon.handle($0)
-            }
+            control = try ControlServer(path: controlSocket ?? stateDirectory + "/" + ControlServer.fileName,
+                                        group: controlGroup.flatMap(ControlServer.groupID(named:))) { await daemon.handle($0) }
+            metricsResponder = try serve(metrics, of: daemon, engine: engine)
         } catch {
-            output.fail(error.description)
+            output.fail("\(error)")
             throw ExitCode(2)
         }
-        defer { control.stop() }
+        defer {
+            control.stop()
+            metricsResponder?.stop()
+        }
         watchers.withLock { $0 = control }
 
-        let signals = SignalEvents([SIGHUP, SIGTERM, SIGINT])
+        let signals = SignalEvents([SIGHUP, SIGTERM, SIGINT] + (stallsOnSIGUSR1 ? [SIGUSR1] : []))
         let watcher = try watch ? startWatching() : nil
         defer { watcher?.stop() }
+        let serviceManager = ServiceNotifier()
+        let reload: @Sendable (String) async -> Void = { reason in
+            serviceManager?.notify(ServiceNotifier.reloadingAssignments)
+            await daemon.reload(reason: reason)
+            serviceManager?.notify(["READY=1", ServiceNotifier.status(await daemon.status().summary)])
+        }
         let reloads = Task {
             guard let watcher else { return }
-            for await _ in watcher.changes { await daemon.reload(reason: "changed on disk") }
+            for await _ in watcher.changes { await reload("changed on disk") }
         }
         defer { reloads.cancel() }
 
         let sourceList = networks.map { "\($0.ssid) on \($0.interface ?? "?")" }.joined(separator: ", ")
-        output.write(.log(.info, "running \(helpers.count) helper\(helpers.count == 1 ? "" : "s") for \(sourceList); control socket \(control.path)"))
+        let metricsNote = metricsResponder.map { "; metrics at http://\($0.address)/metrics" } ?? ""
+        emit(.log(.info, "running \(helpers.count) helper\(helpers.count == 1 ? "" : "s") for \(sourceList); control socket \(control.path)\(metricsNote)"))
         // The first joins run beside the signals, so a stop or a reload need not wait for them
         // (they can take a whole command deadline); a stop cancels them.
         let starting = Task { await daemon.start() }
+        serviceManager?.notify(["READY=1", ServiceNotifier.status(await daemon.status().summary)])
+        let heartbeat = Task { await serviceManager?.keepInformed { await daemon.status().summary } }
         for await signal in signals.received {
             if signal == SIGHUP {
-                await daemon.reload(reason: "SIGHUP")
+                await reload("SIGHUP")
                 continue
             }
-            output.write(.log(.info, "stopping on \(signal == SIGTERM ? "SIGTERM" : "SIGINT")"))
+            if signal == SIGUSR1 {
+                Task { await daemon.stallForTesting() }
+                continue
+            }
+            emit(.log(.info, "stopping on \(signal == SIGTERM ? "SIGTERM" : "SIGINT")"))
             break
         }
+        serviceManager?.notify(["STOPPING=1"])
+        heartbeat.cancel()
         starting.cancel()
         await starting.value
         await daemon.stop()
+    }
+
+    /// The responder Prometheus scrapes, when `--metrics-listen` asks for one: each scrape
+    /// reads the networks' states through the daemon and the workers' figures from the engine.
+    private func serve(_ metrics: HotspotMetrics?, of daemon: HotspotDaemon, engine: LuaEngine) throws(MetricsResponderError)
+        -> MetricsResponder?
+    {
+        guard let metrics, let metricsListen else { return nil }
+        return try MetricsResponder(listening: metricsListen) {
+            let status = await daemon.status()
+            let replacements = Dictionary(uniqueKeysWithValues: engine.workerReplacements.map { ($0.key.rawValue, $0.value) })
+            return metrics.exposition(.init(networkStates: status.networkStates, workerResidentBytes: engine.workerResidentBytes,
+                                            workerReplacements: replacements))
+        }
+    }
+
+    private static func listenAddress(_ text: String) throws -> MetricsResponder.ListenAddress {
+        guard let address = MetricsResponder.ListenAddress.parse(text) else {
+            throw ValidationError("--metrics-listen \(text) is not a port, ADDRESS:PORT or [IPv6]:PORT, such as 9464 or 127.0.0.1:9464")
+        }
+        return address
     }
 
     private func startWatching() throws -> ScriptWatcher {

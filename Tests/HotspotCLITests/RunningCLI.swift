@@ -26,8 +26,9 @@ final class RunningCLI: Sendable {
     let process: Process
     private let captured = Captured()
 
-    init(_ arguments: [String], executable: String = CLI.path) throws {
-        let (process, output, errors) = try CLI.start(arguments, executable: executable)
+    init(_ arguments: [String], executable: String = CLI.path, environment: [String: String] = [:], outputIsJournal: Bool = false) throws {
+        let (process, output, errors) = try CLI.start(arguments, executable: executable, environment: environment,
+                                                      outputIsJournal: outputIsJournal)
         self.process = process
         Self.collect(output, into: captured, isErrors: false)
         Self.collect(errors, into: captured, isErrors: true)

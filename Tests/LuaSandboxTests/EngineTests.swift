@@ -268,6 +268,8 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         #expect(error?.message.contains("signal 11") == true)
         #expect(try await engine.call(script, "ping").get() == ["pong"])
         #expect(engine.workerProcessIDs[0] != pid)
+        #expect(engine.workerReplacements == [.crash: 1])
+        #expect(engine.workerResidentBytes[0].map { $0 > 0 } == true)
     }
 
     /// A stopped worker (SIGSTOP, a debugger) answers nothing: it is noticed within about a
@@ -286,6 +288,7 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         #expect(milliseconds(since: start) < 10_000, "noticed after \(milliseconds(since: start)) ms, not at the 30 s deadline")
         #expect(try await engine.call(script, "ping").get() == ["pong"])
         #expect(engine.workerProcessIDs[0] != pid)
+        #expect(engine.workerReplacements == [.stopped: 1])
     }
 
     @Test func callsOnOtherWorkersCarryOnWhileOneIsKilled() async throws {
@@ -303,6 +306,7 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
         async let worked = engine.call(bystander, "work", deadline: .after(.seconds(30)))
         #expect(await attacked.result.isSuccess == false)
         #expect(try await worked.get() == ["finished"])
+        #expect(engine.workerReplacements == [.deadline: 1])
     }
 
     @Test func shutdownFailsCallsInFlight() async throws {

@@ -140,6 +140,7 @@ import TestSupport
         #expect(error.kind == .workerLost)
         #expect(error.message.contains("more than its limit of 1 MiB, so it was replaced"), "\(error)")
         #expect(engine.workerProcessIDs[0] != worker)
+        #expect((engine.workerReplacements[.memory] ?? 0) >= 1)
     }
 }
 
