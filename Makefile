@@ -1,12 +1,13 @@
 # A fresh Debian machine needs only `make demo` and `make test`: both install the system
 # packages the build needs first.
 SWIFT ?= swift
-SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lua5.4 pkg-config iproute2 curl openssl
+SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev libsystemd-dev lua5.4 pkg-config iproute2 curl openssl
 # What only the tests use: a real headless browser for the person's page; systemd-analyze and
 # systemd-creds for the unit's and the credentials' tests; prometheus (about 19 MB to
 # download), whose server scrapes the daemon and whose promtool checks the exposition and the
-# alerting rules.
-TEST_PACKAGES := chromium systemd prometheus
+# alerting rules; dbus-daemon for buses of the tests' own, and python3-dbusmock for the
+# desktop's notification service.
+TEST_PACKAGES := chromium systemd prometheus dbus python3-dbusmock
 
 .PHONY: all deps test-deps build release test demo bench check-sanitizers clean
 

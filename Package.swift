@@ -133,7 +133,7 @@ let package = Package(
         // The page a person opens (`hotspot-helper web`): a web server on loopback, run as that
         // person, that talks to the daemon over its control socket. Hummingbird, as the simulator.
         .target(
-            name: "PersonPage", dependencies: ["HotspotSystem", "HTTPServing", .product(name: "Hummingbird", package: "hummingbird")],
+            name: "PersonPage", dependencies: ["HotspotCore", "HotspotSystem", "HTTPServing", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
         // `hotspot-helper web`, which `hotspot-helper` runs (execv) as it runs the devtools, so the
         // daemon's executable stays free of the web server.

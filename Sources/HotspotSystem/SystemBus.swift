@@ -125,10 +125,12 @@ final class SystemBus {
         init(_ handle: @escaping (BusMessage) -> Bool) { self.handle = handle }
     }
 
-    init() throws(BusError) {
+    /// The system bus, or the session bus of the user the process runs as
+    /// (DBUS_SESSION_BUS_ADDRESS, else the user's standard socket).
+    init(session: Bool = false) throws(BusError) {
         var bus: OpaquePointer?
-        let result = sd_bus_open_system(&bus)
-        guard result >= 0, let bus else { throw BusError("cannot connect to the system bus", code: result) }
+        let result = session ? sd_bus_open_user(&bus) : sd_bus_open_system(&bus)
+        guard result >= 0, let bus else { throw BusError("cannot connect to the \(session ? "session" : "system") bus", code: result) }
         self.bus = bus
     }
 

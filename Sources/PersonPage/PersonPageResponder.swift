@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import HTTPTypes
 import Hummingbird
@@ -10,7 +9,7 @@ struct PersonPageResponder: HTTPResponder {
     typealias Context = BasicRequestContext
 
     let session: PageSession
-    let controlSocket: String
+    let daemon: DaemonLink
     let relay: EventRelay
 
     /// The commands the page may send: not `status` (it has its own route) nor `watch`.
@@ -43,7 +42,7 @@ struct PersonPageResponder: HTTPResponder {
         case (.get, "/style.css"):
             return .asset(PageAssets.style, type: "text/css; charset=utf-8")
         case (.get, "/api/status"):
-            return .json(await control(ControlRequest(command: .status)))
+            return .json(await daemon.send(ControlRequest(command: .status)))
         case (.get, "/api/events"):
             return events()
         case (.post, "/api/control"):
@@ -57,27 +56,11 @@ struct PersonPageResponder: HTTPResponder {
                   Self.pageCommands.contains(asked.command) else {
                 return .plain("Not a request the page sends.", status: .badRequest)
             }
-            return .json(await control(asked))
+            return .json(await daemon.send(asked))
         default:
             return .plain("Nothing here.", status: .notFound)
         }
     }
-
-    /// The daemon's reply, or one saying why there is none. Blocking, so on a thread of its
-    /// own (`ui` waits for the helper's present_ui).
-    private func control(_ request: ControlRequest) async -> ControlReply {
-        await withCheckedContinuation { continuation in
-            Self.controlQueue.async { [controlSocket] in
-                do throws(ControlSocketError) {
-                    continuation.resume(returning: try ControlClient.send(request, to: controlSocket))
-                } catch {
-                    continuation.resume(returning: ControlReply(ok: false, message: error.description))
-                }
-            }
-        }
-    }
-
-    private static let controlQueue = DispatchQueue(label: "person-page.control", attributes: .concurrent)
 
     /// Server-sent events: one `data:` line per daemon event, and a comment now and then.
     private func events() -> Response {

@@ -74,7 +74,8 @@ struct HotspotHelperWeb: AsyncParsableCommand {
         let (host, port) = try listenAddress()
         let page: PersonPage
         do {
-            page = try await PersonPage.start(controlSocket: controlSocket ?? stateDirectory + "/control.sock", host: host, port: port)
+            page = try await PersonPage.start(controlSocket: controlSocket ?? stateDirectory + "/control.sock", host: host, port: port,
+                                              open: Self.openInBrowser)
         } catch {
             FileHandleStandardError.write("hotspot-helper web: \(error)\n")
             throw ExitCode(2)

@@ -81,6 +81,61 @@ struct WebPageTests {
         #expect(try await daemon.waitForExit() == 0)
     }
 
+    /// A network that starts waiting for a person is shown on their desktop, clicking the
+    /// notice opens the page, and the notice goes once the network no longer waits. The
+    /// desktop's notification service is python3-dbusmock's (a stand-in: no desktop runs
+    /// here) on a session bus of the test's own; the browser the click opens is a stand-in
+    /// `xdg-open` that writes down the address it is given.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon"), "needs dbus-daemon"))
+    func aWaitingNetworkIsShownOnTheDesktop() async throws {
+        let directory = try scratchDirectory("desktop")
+        let address = "unix:path=\(directory)/bus"
+        let bus = try BackgroundProcess("/usr/bin/dbus-daemon", ["--session", "--nofork", "--address=\(address)"])
+        try await eventually("the session bus listens") { FileManager.default.fileExists(atPath: directory + "/bus") }
+        let calls = directory + "/notifications.log"
+        let notificationService = try BackgroundProcess(
+            "/usr/bin/python3", ["-m", "dbusmock", "--session", "--template", "notification_daemon", "-l", calls],
+            environment: ["DBUS_SESSION_BUS_ADDRESS=\(address)"])
+        defer { _ = (bus, notificationService) }
+        try await eventually("the notification service is on the bus") { FileManager.default.fileExists(atPath: calls) }
+        let opened = directory + "/opened"
+        try "#!/bin/sh\necho \"$1\" >> \(opened)\n".write(toFile: directory + "/xdg-open", atomically: true, encoding: .utf8)
+        chmod(directory + "/xdg-open", 0o755)
+
+        let venue = try await DaemonTests.Venue(.email, script: "library.lua", ssid: "City-Library", portalHost: "wifi.library.example")
+        defer { Task { await venue.portal.stop() } }
+        let daemon = try RunningCLI(venue.arguments())
+        try await daemon.waitForEvent(DaemonTests.isState("presenting_ui", "City-Library"))
+        let web = try RunningCLI(["web", "--state-dir", venue.state, "--no-open"], environment: [
+            "DBUS_SESSION_BUS_ADDRESS": address, "DISPLAY": ":0",
+            "PATH": directory + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"),
+        ])
+        func log() -> String { (try? String(contentsOfFile: calls, encoding: .utf8)) ?? "" }
+        try await eventually("the notice is shown") { log().contains("Notify") }
+        #expect(log().contains("\"City-Library waits for you\" \"City Library Wi-Fi: answer on the hotspot-helper page.\""), "\(log())")
+        #expect(log().contains("[\"default\", \"Open the page\"]"), "\(log())")
+
+        // The person clicks it: the notification service says so on the bus.
+        let click = try await CLI.run(["-c", """
+            import dbus
+            service = dbus.SessionBus().get_object('org.freedesktop.Notifications', '/org/freedesktop/Notifications')
+            dbus.Interface(service, 'org.freedesktop.DBus.Mock').EmitSignal(
+                'org.freedesktop.Notifications', 'ActionInvoked', 'us', [dbus.UInt32(1), 'default'])
+            """], executable: "/usr/bin/python3", environment: ["DBUS_SESSION_BUS_ADDRESS": address])
+        #expect(click.status == 0, "\(click.errors)")
+        try await eventually("the page is opened") { FileManager.default.fileExists(atPath: opened) }
+        let url = try String(contentsOfFile: opened, encoding: .utf8)
+        #expect(web.standardOutput.contains(url.trimmingCharacters(in: .whitespacesAndNewlines)), "opened \(url)")
+
+        let answered = try await venue.control(["ui", "City-Library", "--answer", "email=reader@example.org"])
+        #expect(answered.status == 0, "\(answered.errors)")
+        try await eventually("the notice is withdrawn") { log().contains("CloseNotification 1") }
+        web.signal(SIGTERM)
+        #expect(try await web.waitForExit() == 0)
+        daemon.signal(SIGTERM)
+        _ = try await daemon.waitForExit()
+    }
+
     /// Markup in what a helper says is shown as text and never run.
     @Test func whatAHelperSaysIsShownAsText() async throws {
         let scripts = try CLI.temporaryDirectory(scripts: ["hostile.lua": """
