@@ -36,6 +36,8 @@ let package = Package(
         // platform's tools, the bench the programs it times. At the bottom of the graph, apart
         // from the engine's C, so the OS glue spawns without depending on Lua.
         .target(name: "Spawning", dependencies: ["CSpawning"], swiftSettings: swiftSettings),
+        // The project's one lock (PlainLock), at the bottom of the graph with nothing under it.
+        .target(name: "Locking", swiftSettings: swiftSettings),
         // Lua 5.4 from Debian's liblua5.4-dev.
         .systemLibrary(name: "CLua", pkgConfig: "lua5.4", providers: [.apt(["liblua5.4-dev"])]),
         // The parts of the sandbox that must be C: Lua's macros, the allocator, the hook,
@@ -43,7 +45,7 @@ let package = Package(
         .target(name: "CLuaSandbox", dependencies: ["CLua"]),
         // A reusable sandboxed Lua engine: states in worker processes, hard deadlines,
         // memory caps. Knows nothing of hotspots.
-        .target(name: "LuaSandbox", dependencies: ["CLuaSandbox", "Spawning"], swiftSettings: swiftSettings),
+        .target(name: "LuaSandbox", dependencies: ["CLuaSandbox", "Spawning", "Locking"], swiftSettings: swiftSettings),
         // The engine's worker process with no extra host modules.
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // libcurl, opened on first use (dlopen), and its variadic setters, which Swift cannot call.
@@ -56,27 +58,27 @@ let package = Package(
         .target(name: "HotspotCore", swiftSettings: swiftSettings),
         // The network layer: host allowlists, URLs, bound HTTP with cookies, bound DNS.
         // Foundation-free, because it runs inside the worker processes.
-        .target(name: "HotspotNetwork", dependencies: ["CCurl", "HotspotCore"], swiftSettings: swiftSettings),
+        .target(name: "HotspotNetwork", dependencies: ["CCurl", "HotspotCore", "Locking"], swiftSettings: swiftSettings),
         // What the runtime and the script libraries exchange through the prelude: the
         // helper's context (HelperContext). Foundation-free, as the libraries.
         .target(name: "ScriptContract", dependencies: ["LuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
         // Host libraries for venue scripts (run inside the worker processes).
         .target(
-            name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "ScriptContract", "CLibXML2", "COpenSSLCrypto"],
+            name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "ScriptContract", "CLibXML2", "COpenSSLCrypto", "Locking"],
             swiftSettings: swiftSettings),
         // The OS glue: inotify (ScriptWatcher), the control socket (a Unix socket checked with
         // SO_PEERCRED), the platform's tools run to their end (Subprocess), DHCP option 114
         // from leases and nmcli (CaptivePortalAPIDiscovery); the sources of networks
         // (NetworkManager) belong here too. No Lua: it knows the hotspot model and the
         // network layer, never the engine, so it can be built and tested without it.
-        .target(name: "HotspotSystem", dependencies: ["HotspotCore", "HotspotNetwork", "Spawning"], swiftSettings: swiftSettings),
+        .target(name: "HotspotSystem", dependencies: ["HotspotCore", "HotspotNetwork", "Spawning", "Locking"], swiftSettings: swiftSettings),
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
         // Its Prelude/*.lua are embedded as Swift strings by the EmbedLua plugin.
         // The daemon (HotspotDaemon) is here, not in HotspotSystem: it composes this runtime
         // and its helper catalog with the OS glue, so the glue stays free of the engine.
         .target(
-            name: "HotspotRuntime", dependencies: ["HotspotCore", "HotspotSystem", "LuaSandbox", "HotspotNetwork", "ScriptContract"],
+            name: "HotspotRuntime", dependencies: ["HotspotCore", "HotspotSystem", "LuaSandbox", "HotspotNetwork", "ScriptContract", "Locking"],
             swiftSettings: swiftSettings, plugins: ["EmbedLua"]),
         // Writes a target's .lua files into a Swift file as strings, for the EmbedLua plugin.
         .executableTarget(name: "embed-lua", swiftSettings: swiftSettings),
@@ -84,13 +86,13 @@ let package = Package(
         // The portal simulator: captive-portal scenarios on a real HTTP server. HotspotNetwork
         // for its JSON writer, the project's one, so the simulator's answers escape as the rest.
         .target(
-            name: "PortalSimulator", dependencies: ["HotspotNetwork", .product(name: "Hummingbird", package: "hummingbird")],
+            name: "PortalSimulator", dependencies: ["HotspotNetwork", "Locking", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
         // What the two command-line executables share: options, event output, how they start.
         .target(
             name: "HotspotCommandLine",
             dependencies: [
-                "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox",
+                "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -112,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "hotspot-helper-devtools",
             dependencies: [
-                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "PortalSimulator",
+                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "PortalSimulator", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -124,13 +126,13 @@ let package = Package(
         .testTarget(
             name: "HotspotRuntimeTests",
             dependencies: [
-                "HotspotCore", "HotspotRuntime", "HotspotNetwork", "ScriptContract", "ScriptLibraries", "PortalSimulator", "TestSupport",
+                "HotspotCore", "HotspotRuntime", "HotspotNetwork", "ScriptContract", "ScriptLibraries", "PortalSimulator", "TestSupport", "Locking",
             ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HotspotNetworkTests",
             dependencies: [
-                "HotspotCore", "HotspotNetwork", "ScriptLibraries", "LuaSandbox", "HotspotRuntime", "TestSupport",
+                "HotspotCore", "HotspotNetwork", "ScriptLibraries", "LuaSandbox", "HotspotRuntime", "TestSupport", "Locking",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -141,11 +143,11 @@ let package = Package(
             swiftSettings: swiftSettings),
         // Scenarios/ holds the venue scripts of the scenario tests.
         .testTarget(
-            name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "TestSupport"], exclude: ["Scenarios"],
+            name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "TestSupport", "Locking"], exclude: ["Scenarios"],
             swiftSettings: swiftSettings),
         .testTarget(name: "SpawningTests", dependencies: ["Spawning"], swiftSettings: swiftSettings),
-        .testTarget(name: "HotspotSystemTests", dependencies: ["HotspotSystem", "TestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "HotspotCoreTests", dependencies: ["HotspotCore", "TestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotSystemTests", dependencies: ["HotspotSystem", "TestSupport", "Locking"], swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotCoreTests", dependencies: ["HotspotCore", "TestSupport", "Locking"], swiftSettings: swiftSettings),
+        .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "TestSupport", "Locking"], swiftSettings: swiftSettings),
     ]
 )

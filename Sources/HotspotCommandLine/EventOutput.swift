@@ -3,14 +3,14 @@ import Glibc
 #endif
 import FoundationEssentials
 import HotspotRuntime
-import Synchronization
+import Locking
 package import HotspotCore
 
 /// Renders events as JSON lines or as a timeline for people (coloured on a terminal).
 package final class EventOutput: Sendable {
     package let json: Bool
     private let colored: Bool
-    private let lock = Mutex(())
+    private let lock = PlainLock(())
 
     package init(json: Bool) {
         self.json = json

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
+import Locking
 import Synchronization
 
 /// The control socket's connections, served by one thread polling them all (see
@@ -14,7 +15,7 @@ final class ConnectionLoop: Sendable {
     private let wakeUp = WakeUpPipe()
     private let stopped = Atomic<Bool>(false)
     /// Replies the handler's tasks finished, for the loop to write.
-    private let finished = Mutex<[(connection: Int32, reply: [UInt8])]>([])
+    private let finished = PlainLock<[(connection: Int32, reply: [UInt8])]>([])
 
     init(listener: Int32, limits: ControlServer.Limits, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) {
         self.listener = listener

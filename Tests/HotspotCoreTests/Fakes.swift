@@ -1,3 +1,4 @@
+import Locking
 import Synchronization
 import Testing
 import TestSupport
@@ -32,7 +33,7 @@ final class FakeTransport: HelperTransport {
         var answerOrder: [String] = []
     }
 
-    private let state = Mutex(State())
+    private let state = PlainLock(State())
 
     /// `helper` answers `command` with `responses`, one per command in turn; the last one
     /// again once they are used up.
@@ -116,7 +117,7 @@ final class FakeTransport: HelperTransport {
 
 /// Persistence in memory that can be made to fail.
 final class FakePersistence: HotspotPersistence {
-    private let state = Mutex(PersistentState())
+    private let state = PlainLock(PersistentState())
     let failing = Atomic(false)
 
     var snapshot: PersistentState { state.withLock { $0 } }
@@ -133,8 +134,8 @@ final class FakePersistence: HotspotPersistence {
 
 /// Network checks that answer what the test says.
 final class FakeChecks: NetworkChecks {
-    private let verdicts = Mutex<[ConnectivityState]>([])
-    private let delay = Mutex<Duration?>(nil)
+    private let verdicts = PlainLock<[ConnectivityState]>([])
+    private let delay = PlainLock<Duration?>(nil)
 
     /// The verdicts of the next checks after a success, in turn.
     func verdicts(_ states: ConnectivityState...) { verdicts.withLock { $0 = states } }
@@ -168,7 +169,7 @@ final class TestClock: HotspotClock {
         var sleeperWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = PlainLock(State())
 
     var now: Duration { state.withLock { $0.now } }
 
@@ -229,7 +230,7 @@ final class EventRecorder: Sendable {
         var waiters: [(predicate: @Sendable (HotspotEvent) -> Bool, continuation: CheckedContinuation<HotspotEvent, Never>)] = []
     }
 
-    private let state = Mutex(State())
+    private let state = PlainLock(State())
 
     func record(_ event: HotspotEvent) {
         let waiting = state.withLock { state in

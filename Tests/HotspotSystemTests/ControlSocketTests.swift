@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import Testing
 import TestSupport
 @testable import HotspotSystem
@@ -8,7 +8,7 @@ import TestSupport
 struct ControlSocketTests {
     @Test func answersRequestsOnAnOwnerOnlySocketAndRefusesASecondServer() async throws {
         let path = try scratchDirectory("state") + "/" + ControlServer.fileName
-        let seen = Mutex<[ControlRequest]>([])
+        let seen = PlainLock<[ControlRequest]>([])
         let server = try ControlServer(path: path) { request in
             seen.withLock { $0.append(request) }
             return ControlReply(ok: true, message: "did \(request.command.rawValue)", state: .authenticated)
