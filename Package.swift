@@ -39,6 +39,8 @@ let package = Package(
         // platform's tools, the bench the programs it times. At the bottom of the graph, apart
         // from the engine's C, so the OS glue spawns without depending on Lua.
         .target(name: "Spawning", dependencies: ["CSpawning"], swiftSettings: swiftSettings),
+        // The project's one lock (PlainLock), at the bottom of the graph with nothing under it.
+        .target(name: "Locking", swiftSettings: swiftSettings),
         // Lua 5.4 from Debian's liblua5.4-dev.
         .systemLibrary(name: "CLua", pkgConfig: "lua5.4", providers: [.apt(["liblua5.4-dev"])]),
         // The parts of the sandbox that must be C: Lua's macros, the allocator, the hook,
@@ -46,7 +48,7 @@ let package = Package(
         .target(name: "CLuaSandbox", dependencies: ["CLua"]),
         // A reusable sandboxed Lua engine: states in worker processes, hard deadlines,
         // memory caps. Knows nothing of hotspots.
-        .target(name: "LuaSandbox", dependencies: ["CLuaSandbox", "Spawning"], swiftSettings: swiftSettings),
+        .target(name: "LuaSandbox", dependencies: ["CLuaSandbox", "Spawning", "Locking"], swiftSettings: swiftSettings),
         // The engine's worker process with no extra host modules.
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // libcurl, opened on first use (dlopen), and its variadic setters, which Swift cannot call.
@@ -59,13 +61,13 @@ let package = Package(
         .target(name: "HotspotCore", swiftSettings: swiftSettings),
         // The network layer: host allowlists, URLs, bound HTTP with cookies, bound DNS.
         // Foundation-free, because it runs inside the worker processes.
-        .target(name: "HotspotNetwork", dependencies: ["CCurl", "HotspotCore"], swiftSettings: swiftSettings),
+        .target(name: "HotspotNetwork", dependencies: ["CCurl", "HotspotCore", "Locking"], swiftSettings: swiftSettings),
         // What the runtime and the script libraries exchange through the prelude: the
         // helper's context (HelperContext). Foundation-free, as the libraries.
         .target(name: "ScriptContract", dependencies: ["LuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
         // Host libraries for venue scripts (run inside the worker processes).
         .target(
-            name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "ScriptContract", "CLibXML2", "COpenSSLCrypto"],
+            name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "ScriptContract", "CLibXML2", "COpenSSLCrypto", "Locking"],
             swiftSettings: swiftSettings),
         // libsystemd's sd-bus, Debian's libsystemd-dev: D-Bus for the NetworkManager source.
         // Swift cannot call its variadic functions; the non-variadic ones do everything needed.
@@ -76,11 +78,11 @@ let package = Package(
         // for the sources of networks (NetworkManager) and desktop notifications. No Lua: it
         // knows the hotspot model and the network layer, never the engine, so it can be built
         // and tested without it.
-        .target(name: "HotspotSystem", dependencies: ["HotspotCore", "HotspotNetwork", "Spawning", "CSystemd"], swiftSettings: swiftSettings),
+        .target(name: "HotspotSystem", dependencies: ["HotspotCore", "HotspotNetwork", "Spawning", "CSystemd", "Locking"], swiftSettings: swiftSettings),
         // The daemon's metrics in Prometheus's text format, counted from the runtime's events
         // and levels read at each scrape; only the daemon links it.
         .target(
-            name: "HotspotMetrics", dependencies: ["HotspotCore", .product(name: "Prometheus", package: "swift-prometheus")],
+            name: "HotspotMetrics", dependencies: ["HotspotCore", "Locking", .product(name: "Prometheus", package: "swift-prometheus")],
             swiftSettings: swiftSettings),
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
@@ -88,7 +90,7 @@ let package = Package(
         // The daemon (HotspotDaemon) is here, not in HotspotSystem: it composes this runtime
         // and its helper catalog with the OS glue, so the glue stays free of the engine.
         .target(
-            name: "HotspotRuntime", dependencies: ["HotspotCore", "HotspotSystem", "LuaSandbox", "HotspotNetwork", "ScriptContract"],
+            name: "HotspotRuntime", dependencies: ["HotspotCore", "HotspotSystem", "LuaSandbox", "HotspotNetwork", "ScriptContract", "Locking"],
             swiftSettings: swiftSettings, plugins: ["EmbedLua"]),
         // Writes a target's .lua files into a Swift file as strings, for the EmbedLua plugin.
         .executableTarget(name: "embed-lua", swiftSettings: swiftSettings),
@@ -98,13 +100,13 @@ let package = Package(
         // The portal simulator: captive-portal scenarios on a real HTTP server. HotspotNetwork
         // for its JSON writer, the project's one, so the simulator's answers escape as the rest.
         .target(
-            name: "PortalSimulator", dependencies: ["HotspotNetwork", "HTTPServing", .product(name: "Hummingbird", package: "hummingbird")],
+            name: "PortalSimulator", dependencies: ["HotspotNetwork", "HTTPServing", "Locking", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
         // What the two command-line executables share: options, event output, how they start.
         .target(
             name: "HotspotCommandLine",
             dependencies: [
-                "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox",
+                "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -118,7 +120,7 @@ let package = Package(
             name: "hotspot-helper",
             dependencies: [
                 "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox", "ScriptLibraries",
-                "HotspotMetrics", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "HotspotMetrics", "Locking", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
         // demo, dev and simulate, with the portal simulator, which `hotspot-helper` runs for them
@@ -126,14 +128,14 @@ let package = Package(
         .executableTarget(
             name: "hotspot-helper-devtools",
             dependencies: [
-                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "PortalSimulator",
+                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "PortalSimulator", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
         // The page a person opens (`hotspot-helper web`): a web server on loopback, run as that
         // person, that talks to the daemon over its control socket. Hummingbird, as the simulator.
         .target(
-            name: "PersonPage", dependencies: ["HotspotCore", "HotspotSystem", "HTTPServing", .product(name: "Hummingbird", package: "hummingbird")],
+            name: "PersonPage", dependencies: ["HotspotCore", "HotspotSystem", "HTTPServing", "Locking", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
         // `hotspot-helper web`, which `hotspot-helper` runs (execv) as it runs the devtools, so the
         // daemon's executable stays free of the web server.
@@ -146,17 +148,17 @@ let package = Package(
         // What several test targets share: waiting on conditions, blocking work off Swift
         // concurrency's threads, scratch files, reading events by kind, background services
         // (a private bus) started with Spawning's signal reset, so SIGTERM stops them.
-        .target(name: "TestSupport", dependencies: ["HotspotCore", "Spawning"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        .target(name: "TestSupport", dependencies: ["HotspotCore", "Spawning", "Locking"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "HotspotRuntimeTests",
             dependencies: [
-                "HotspotCore", "HotspotRuntime", "HotspotNetwork", "ScriptContract", "ScriptLibraries", "PortalSimulator", "TestSupport",
+                "HotspotCore", "HotspotRuntime", "HotspotNetwork", "ScriptContract", "ScriptLibraries", "PortalSimulator", "TestSupport", "Locking",
             ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "HotspotNetworkTests",
             dependencies: [
-                "HotspotCore", "HotspotNetwork", "ScriptLibraries", "LuaSandbox", "HotspotRuntime", "TestSupport",
+                "HotspotCore", "HotspotNetwork", "ScriptLibraries", "LuaSandbox", "HotspotRuntime", "TestSupport", "Locking",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -167,12 +169,12 @@ let package = Package(
             swiftSettings: swiftSettings),
         // Scenarios/ holds the venue scripts of the scenario tests.
         .testTarget(
-            name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "Spawning", "TestSupport"], exclude: ["Scenarios"],
+            name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "Spawning", "TestSupport", "Locking"], exclude: ["Scenarios"],
             swiftSettings: swiftSettings),
         .testTarget(name: "SpawningTests", dependencies: ["Spawning"], swiftSettings: swiftSettings),
-        .testTarget(name: "HotspotSystemTests", dependencies: ["HotspotSystem", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotSystemTests", dependencies: ["HotspotSystem", "TestSupport", "Locking"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotMetricsTests", dependencies: ["HotspotMetrics", "HotspotCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "HotspotCoreTests", dependencies: ["HotspotCore", "TestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "HotspotCoreTests", dependencies: ["HotspotCore", "TestSupport", "Locking"], swiftSettings: swiftSettings),
+        .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "TestSupport", "Locking"], swiftSettings: swiftSettings),
     ]
 )

@@ -4,7 +4,7 @@ import Glibc
 import FoundationEssentials
 import HotspotRuntime
 import HotspotSystem
-import Synchronization
+import Locking
 package import HotspotCore
 
 /// Renders events as JSON lines or as a timeline for people (coloured on a terminal); as
@@ -12,7 +12,7 @@ package import HotspotCore
 package final class EventOutput: Sendable {
     package let json: Bool
     private let colored: Bool
-    private let lock = Mutex(())
+    private let lock = PlainLock(())
     /// Set when standard output is the journal (a service's, `JOURNAL_STREAM`).
     private let journal: JournalWriter?
 

@@ -1,6 +1,6 @@
 public import HotspotCore
 import Prometheus
-import Synchronization
+import Locking
 
 /// The daemon's metrics in Prometheus's text format. Events are counted as they happen
 /// (`record`); what is a level rather than a count (networks by state, workers' memory, the
@@ -37,9 +37,9 @@ public final class HotspotMetrics: Sendable {
     private let registry = PrometheusCollectorRegistry()
     private let labelsNetworks: Bool
     /// When each network entered `evaluating`, to time the arbitration that follows.
-    private let evaluatingSince = Mutex<[String: ContinuousClock.Instant]>([:])
+    private let evaluatingSince = PlainLock<[String: ContinuousClock.Instant]>([:])
     /// The engine's replacement counts already added to the counter, by cause.
-    private let countedReplacements = Mutex<[String: Int]>([:])
+    private let countedReplacements = PlainLock<[String: Int]>([:])
 
     public init(version: String, labelsNetworks: Bool = false) {
         self.labelsNetworks = labelsNetworks

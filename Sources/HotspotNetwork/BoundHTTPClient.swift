@@ -2,7 +2,7 @@ internal import CCurl
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
+import Locking
 import HotspotCore
 
 /// Cookies of one helper on one network session, in libcurl's cookie engine (domain,
@@ -12,7 +12,7 @@ public final class CookieJar: @unchecked Sendable {
     // Unchecked: the share handle is only touched while holding `lock`, so one request
     // at a time uses it.
     private var share: UnsafeMutableRawPointer?
-    private let lock = Mutex(())
+    private let lock = PlainLock(())
 
     /// The share is made by the first request, so a jar costs nothing until then, and
     /// libcurl is loaded only by a process that makes requests.

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 package import Glibc
 #endif
-import Synchronization
+import Locking
 
 /// A TCP connection or a UDP session to one allowed host, leaving by the network's
 /// interface (SO_BINDTODEVICE), its name resolved through the network's resolvers. Every
@@ -39,12 +39,12 @@ public final class BoundSocket: Sendable {
     public let transport: Transport
     /// `host:port` as the script named it, for messages.
     public let peer: String
-    private let connection: Mutex<Connection>
+    private let connection: PlainLock<Connection>
 
     private init(transport: Transport, peer: String, descriptor: Int32) {
         self.transport = transport
         self.peer = peer
-        connection = Mutex(Connection(descriptor: descriptor))
+        connection = PlainLock(Connection(descriptor: descriptor))
     }
 
     deinit { close() }

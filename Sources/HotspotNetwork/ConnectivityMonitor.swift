@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Watches one network's connectivity: checks it after a short settle delay, then every
 /// `interval` (while not connected only, if asked), and again sooner after losing it
@@ -32,7 +32,7 @@ public final class ConnectivityMonitor: Sendable {
     private let findPortalURL: PortalURLFinder?
     /// The pause in progress, which `recheck()` cuts short, and whether one was asked for
     /// while a check ran.
-    private let waiting = Mutex(Waiting())
+    private let waiting = PlainLock(Waiting())
 
     private struct Waiting {
         var pause: Task<Void, Never>?

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Locking
 import Synchronization
 public import HotspotCore
 
@@ -215,12 +216,12 @@ public enum ConnectivityProbe {
 
     /// A tally shared by the probe threads, and a semaphore the caller waits on.
     final class Check: @unchecked Sendable {
-        // Unchecked: the tally is behind a Mutex; the semaphore is made for threads.
-        private let tally: Mutex<Tally>
+        // Unchecked: the tally is behind a lock; the semaphore is made for threads.
+        private let tally: PlainLock<Tally>
         private let semaphore = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
 
         init(_ tally: Tally) {
-            self.tally = Mutex(tally)
+            self.tally = PlainLock(tally)
             sem_init(semaphore, 0, 0)
         }
 

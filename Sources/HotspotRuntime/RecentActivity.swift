@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 public import HotspotCore
 import HotspotSystem
 
@@ -13,7 +13,7 @@ public final class RecentActivity: Sendable {
         var connectivity: ConnectivityEvent?
     }
 
-    private let networks = Mutex<[String: Network]>([:])
+    private let networks = PlainLock<[String: Network]>([:])
 
     public init() {}
 

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Synchronization
+import Locking
 public import HotspotCore
 import LuaSandbox
 import ScriptContract
@@ -20,7 +20,7 @@ public final class ScriptTransport: HelperTransport {
     /// its workers, without reading the system's random source at every join.
     private let cookieSessionPrefix = UUID().uuidString
     /// Each helper's encoded own table, by helper id (see `encodedHelperTable`).
-    private let encodedHelperTables = Mutex<[String: EncodedHelperTable]>([:])
+    private let encodedHelperTables = PlainLock<[String: EncodedHelperTable]>([:])
 
     init(engine: LuaEngine, stateDirectory: StateDirectory, configuration: RuntimeConfiguration,
          events: @escaping @Sendable (HotspotEvent) -> Void) {

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import HotspotSystem
+import Locking
 import Synchronization
 public import HotspotCore
 
@@ -12,8 +13,8 @@ public import HotspotCore
 /// reported, never silently dropped. Without a path everything stays in memory.
 public final class StateDirectory: HotspotPersistence {
     public let path: String?
-    private let state: Mutex<PersistentState>
-    private let stores: Mutex<[String: [String: [String: String]]]>
+    private let state: PlainLock<PersistentState>
+    private let stores: PlainLock<[String: [String: [String: String]]]>
     /// Files that were set aside because they could not be read.
     public let warnings: [String]
     /// Holds the directory for this process (see `DirectoryOwner`); nil in memory.
@@ -56,8 +57,8 @@ public final class StateDirectory: HotspotPersistence {
         } else {
             owner = nil
         }
-        self.state = Mutex(loaded)
-        self.stores = Mutex(stores)
+        self.state = PlainLock(loaded)
+        self.stores = PlainLock(stores)
         self.warnings = warnings
     }
 

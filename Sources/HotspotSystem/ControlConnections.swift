@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
+import Locking
 import Synchronization
 
 /// The control socket's connections, served by one thread polling them all (see
@@ -19,9 +20,9 @@ final class ConnectionLoop: Sendable {
     private let wakeUp = WakeUpPipe()
     private let stopped = Atomic<Bool>(false)
     /// Replies the handler's tasks finished, for the loop to write.
-    private let finished = Mutex<[(connection: Int32, reply: [UInt8])]>([])
+    private let finished = PlainLock<[(connection: Int32, reply: [UInt8])]>([])
     /// Lines published and not yet queued to the watchers; none are kept while none watch.
-    private let published = Mutex<[[UInt8]]>([])
+    private let published = PlainLock<[[UInt8]]>([])
     private let watcherCount = Atomic<Int>(0)
 
     static let watcherBacklog = 1 << 20

@@ -3,7 +3,6 @@ import Glibc
 #endif
 import Dispatch
 import FoundationEssentials
-import Synchronization
 public import HotspotCore
 
 /// What a person asks a running daemon (`hotspot-helper ui|logoff|join|disable|enable|status`).

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import Locking
 import Synchronization
 
 /// Notifications on the desktop of the person the process runs as, through the freedesktop
@@ -17,7 +18,7 @@ public final class DesktopNotifier: Sendable {
     /// What the caller's side and the bus's thread share.
     private final class Shared: Sendable {
         /// Run on the bus's thread; given nil once the connection is gone.
-        let requests = Mutex<[@Sendable (SystemBus?) -> Void]>([])
+        let requests = PlainLock<[@Sendable (SystemBus?) -> Void]>([])
         let wakeUp = WakeUpPipe()
         let stopped = Atomic<Bool>(false)
         let connected = Atomic<Bool>(false)

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
+import Locking
 
 /// One process owns a directory at a time (the state directory: two processes writing it
 /// would each overwrite what the other remembered). An `flock` on `owner.lock` holds it
@@ -10,7 +10,7 @@ import Synchronization
 /// directory shares the lock.
 package final class DirectoryOwner: Sendable {
     private let key: String
-    private static let held = Mutex<[String: (descriptor: Int32, users: Int)]>([:])
+    private static let held = PlainLock<[String: (descriptor: Int32, users: Int)]>([:])
 
     package init(directory: String) throws(DirectoryOwnerError) {
         // One key however the path is spelled, so a process never refuses itself.

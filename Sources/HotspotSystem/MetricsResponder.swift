@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import HotspotNetwork
-import Synchronization
+import Locking
 
 public struct MetricsResponderError: Error, CustomStringConvertible {
     public let description: String
@@ -124,7 +124,7 @@ public final class MetricsResponder: Sendable {
     /// The exposition, made by a task while this thread (not one of Swift concurrency's) waits.
     private static func waitFor(_ exposition: @escaping @Sendable () async -> [UInt8]) -> [UInt8] {
         let done = DispatchSemaphore(value: 0)
-        let result = Mutex<[UInt8]>([])
+        let result = PlainLock<[UInt8]>([])
         Task {
             let body = await exposition()
             result.withLock { $0 = body }

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Spawning
-import Synchronization
+import Locking
 
 /// Wakes a thread blocked in `poll` from another thread: closing a descriptor under a
 /// blocked thread is not safe (the number may be reused), writing a byte to a pipe is.
@@ -10,12 +10,12 @@ import Synchronization
 final class WakeUpPipe: Sendable {
     /// Polled by the waiting thread; readable once `wake()` was called.
     let readEnd: Int32
-    private let writeEnd: Mutex<Int32?>
+    private let writeEnd: PlainLock<Int32?>
 
     init() {
         let ends = closeOnExecPipe() ?? (readEnd: -1, writeEnd: -1)
         readEnd = ends.readEnd
-        writeEnd = Mutex(ends.writeEnd)
+        writeEnd = PlainLock(ends.writeEnd)
     }
 
     func wake() {

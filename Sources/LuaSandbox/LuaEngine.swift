@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import Locking
 import Synchronization
 internal import CLuaSandbox
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 internal import CLuaSandbox
+import Locking
 
 /// The main loop of a worker process: the supervisor's `LuaEngine` starts it and talks to
 /// it over descriptor 3. Build an executable whose `main` calls `run(modules:)` with the

@@ -1,5 +1,5 @@
 internal import CLuaSandbox
-import Synchronization
+import Locking
 
 /// Source text of a script or prelude, with the name errors will show.
 public struct ScriptSource: Sendable, Hashable {
@@ -495,7 +495,7 @@ public final class SandboxedState {
 /// keeps 14 KB of it instead of 36 KB. Errors a script causes are still reported at the
 /// script's lines; only the prelude's own frames lose theirs.
 private enum CompiledPreludes {
-    private static let compiled = Mutex<[ScriptSource: [UInt8]?]>([:])
+    private static let compiled = PlainLock<[ScriptSource: [UInt8]?]>([:])
 
     static func bytecode(of prelude: ScriptSource) -> [UInt8]? {
         if let known = compiled.withLock({ $0[prelude] }) { return known }

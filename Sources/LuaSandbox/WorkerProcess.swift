@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Dispatch
-import Synchronization
+import Locking
 internal import Spawning
 
 /// One running worker process and the supervisor's end of its socket.
@@ -207,7 +207,7 @@ public struct LuaEngineError: Error, Sendable, CustomStringConvertible {
 private final class SpawningThread: Sendable {
     static let shared = SpawningThread()
 
-    private let pending = Mutex<[@Sendable () -> Void]>([])
+    private let pending = PlainLock<[@Sendable () -> Void]>([])
     private let workArrived = DispatchSemaphore(value: 0)
 
     private init() {
@@ -230,7 +230,7 @@ private final class SpawningThread: Sendable {
 
     /// Runs `body` on the spawning thread and waits for its result.
     func run<Value: Sendable>(_ body: @escaping @Sendable () -> Value) -> Value {
-        let result = Mutex<Value?>(nil)
+        let result = PlainLock<Value?>(nil)
         let done = DispatchSemaphore(value: 0)
         pending.withLock {
             $0.append {

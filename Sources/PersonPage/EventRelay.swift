@@ -1,4 +1,5 @@
 import HotspotSystem
+import Locking
 import Synchronization
 
 /// Follows the daemon's events over one `watch` connection and hands each to every open
@@ -6,9 +7,9 @@ import Synchronization
 /// page also gets `{"event":"daemon","connected":...}` when the connection comes or goes.
 final class EventRelay: Sendable {
     private let controlSocket: String
-    private let subscribers = Mutex<[Int: AsyncStream<[UInt8]>.Continuation]>([:])
+    private let subscribers = PlainLock<[Int: AsyncStream<[UInt8]>.Continuation]>([:])
     private let nextSubscriber = Atomic<Int>(0)
-    private let following = Mutex<Task<Void, Never>?>(nil)
+    private let following = PlainLock<Task<Void, Never>?>(nil)
 
     init(controlSocket: String) { self.controlSocket = controlSocket }
 

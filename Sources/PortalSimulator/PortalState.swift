@@ -1,11 +1,12 @@
+import Locking
 import Synchronization
 
 /// What one running portal remembers. Clients are keyed by IP address, as real portals key
 /// on the device: connectivity probes carry no cookies.
 final class PortalState: Sendable {
-    private let clients = Mutex<[String: Client]>([:])
+    private let clients = PlainLock<[String: Client]>([:])
     /// `credentials`: the CSRF token of each session cookie its login page handed out.
-    private let csrfTokens = Mutex<[String: String]>([:])
+    private let csrfTokens = PlainLock<[String: String]>([:])
     private let stopping = Atomic<Bool>(false)
 
     /// Set when the portal stops, so endless bodies (`/drip`, `/huge`) end and let the

@@ -1,7 +1,7 @@
 public import LuaSandbox
 import HotspotNetwork
 import ScriptContract
-import Synchronization
+import Locking
 
 /// The host side of `cmd:http{...}`. Private to the prelude, which passes the command's
 /// context (a `HelperContext`: cookie session, interface, resolvers, the script's `hosts`)
@@ -81,7 +81,7 @@ public enum HTTPLibrary {
     }
 
     /// The jars of the sessions this worker has seen; the oldest go first beyond the limit.
-    private static let jars = Mutex<[(session: String, jar: CookieJar)]>([])
+    private static let jars = PlainLock<[(session: String, jar: CookieJar)]>([])
     static let jarLimit = 64
 
     static func jar(for session: String) -> CookieJar {

@@ -9,7 +9,7 @@ import HotspotRuntime
 import HotspotSystem
 import LuaSandbox
 import PortalSimulator
-import Synchronization
+import Locking
 import HotspotCore
 
 struct Dev: AsyncParsableCommand {
@@ -246,9 +246,9 @@ final class ProgressLine: Sendable {
         var shown = false
     }
 
-    private let activity = Mutex<Activity?>(nil)
+    private let activity = PlainLock<Activity?>(nil)
     private let terminal = isatty(STDERR_FILENO) == 1
-    private let ticker = Mutex<Task<Void, Never>?>(nil)
+    private let ticker = PlainLock<Task<Void, Never>?>(nil)
 
     init(enabled: Bool) {
         guard enabled else { return }

@@ -10,7 +10,7 @@ import HotspotSystem
 import LuaSandbox
 import HotspotCore
 import HotspotMetrics
-import Synchronization
+import Locking
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -122,7 +122,7 @@ struct Run: AsyncParsableCommand {
         // Every event is written, counted in the metrics, kept in the recent activity `status`
         // shows, and sent to the control socket's watchers (`hotspot-helper web`) once it listens.
         let activity = RecentActivity()
-        let watchers = Mutex<ControlServer?>(nil)
+        let watchers = PlainLock<ControlServer?>(nil)
         let emit: @Sendable (HotspotEvent) -> Void = { event in
             output.write(event)
             metrics?.record(event)

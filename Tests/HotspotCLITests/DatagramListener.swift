@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 import Testing
 import TestSupport
@@ -14,7 +15,7 @@ final class DatagramListener: Sendable {
 
     /// What the reading thread fills; it holds this rather than the listener, whose end stops it.
     private final class Inbox: Sendable {
-        let received = Mutex<[Datagram]>([])
+        let received = PlainLock<[Datagram]>([])
         let closed = Atomic<Bool>(false)
     }
 

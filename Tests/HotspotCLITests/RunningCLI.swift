@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import Testing
 import TestSupport
 
@@ -10,9 +10,9 @@ final class RunningCLI: Sendable {
     /// What the process wrote, filled by the reading threads. They hold this rather than
     /// the `RunningCLI`, which would otherwise live as long as the process it should end.
     private final class Captured: Sendable {
-        let output = Mutex("")
-        let errors = Mutex("")
-        let closedPipes = Mutex(0)
+        let output = PlainLock("")
+        let errors = PlainLock("")
+        let closedPipes = PlainLock(0)
 
         func append(_ text: String, isErrors: Bool) {
             if isErrors {

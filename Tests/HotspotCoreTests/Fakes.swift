@@ -1,3 +1,4 @@
+import Locking
 import Synchronization
 import Testing
 import TestSupport
@@ -33,7 +34,7 @@ final class FakeTransport: HelperTransport {
         var answerOrder: [String] = []
     }
 
-    private let state = Mutex(State())
+    private let state = PlainLock(State())
 
     /// `helper` answers `command` with `responses`, one per command in turn; the last one
     /// again once they are used up.
@@ -131,7 +132,7 @@ final class FakeTransport: HelperTransport {
 
 /// Persistence in memory that can be made to fail.
 final class FakePersistence: HotspotPersistence {
-    private let state = Mutex(PersistentState())
+    private let state = PlainLock(PersistentState())
     let failing = Atomic(false)
 
     var snapshot: PersistentState { state.withLock { $0 } }
@@ -148,8 +149,8 @@ final class FakePersistence: HotspotPersistence {
 
 /// Network checks that answer what the test says.
 final class FakeChecks: NetworkChecks {
-    private let verdicts = Mutex<[ConnectivityState]>([])
-    private let delay = Mutex<Duration?>(nil)
+    private let verdicts = PlainLock<[ConnectivityState]>([])
+    private let delay = PlainLock<Duration?>(nil)
 
     /// The verdicts of the next checks after a success, in turn.
     func verdicts(_ states: ConnectivityState...) { verdicts.withLock { $0 = states } }
@@ -183,7 +184,7 @@ final class TestClock: HotspotClock {
         var sleeperWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = PlainLock(State())
 
     var now: Duration { state.withLock { $0.now } }
 
@@ -244,7 +245,7 @@ final class EventRecorder: Sendable {
         var waiters: [(predicate: @Sendable (HotspotEvent) -> Bool, continuation: CheckedContinuation<HotspotEvent, Never>)] = []
     }
 
-    private let state = Mutex(State())
+    private let state = PlainLock(State())
 
     func record(_ event: HotspotEvent) {
         let waiting = state.withLock { state in

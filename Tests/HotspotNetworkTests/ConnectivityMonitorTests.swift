@@ -1,5 +1,5 @@
 import HotspotNetwork
-import Synchronization
+import Locking
 import Testing
 import TestSupport
 
@@ -7,7 +7,7 @@ import TestSupport
 struct ConnectivityMonitorTests {
     /// The states a monitor reported, collected while a test runs.
     final class Seen: Sendable {
-        let states = Mutex<[ConnectivityVerdict.State]>([])
+        let states = PlainLock<[ConnectivityVerdict.State]>([])
         var all: [ConnectivityVerdict.State] { states.withLock { $0 } }
 
         func collect(_ monitor: ConnectivityMonitor) -> Task<Void, Never> {

@@ -1,7 +1,7 @@
 import Foundation
 import LuaSandbox
 import ScriptLibraries
-import Synchronization
+import Locking
 import Testing
 import TestSupport
 @testable import HotspotRuntime
@@ -14,7 +14,7 @@ import Glibc
 final class LoopbackTCPServer: Sendable {
     let port: Int
     /// `connected`, what `serve` noted, then `eof` when the client closed first.
-    let seen = Mutex<[String]>([])
+    let seen = PlainLock<[String]>([])
     private let finished = DispatchSemaphore(value: 0)
 
     init(acceptWithin patience: Int32 = 3000, _ serve: @escaping @Sendable (Int32, LoopbackTCPServer) -> Void) {

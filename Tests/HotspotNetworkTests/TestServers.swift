@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
-import Synchronization
+import Locking
 import TestSupport
 #if canImport(Glibc)
 import Glibc
@@ -151,12 +151,12 @@ final class TestHTTPServer: Sendable {
 }
 
 final class HostLog: Sendable {
-    let hosts = Mutex<[String]>([])
+    let hosts = PlainLock<[String]>([])
 }
 
 final class ProbeSwitch: Sendable {
-    let isOpen = Mutex(true)
-    let asked = Mutex<[ContinuousClock.Instant]>([])
+    let isOpen = PlainLock(true)
+    let asked = PlainLock<[ContinuousClock.Instant]>([])
 }
 
 /// A TCP socket on loopback that listens and never accepts: the kernel completes the
@@ -197,7 +197,7 @@ func loopbackSocket(_ type: __socket_type) -> (socket: Int32, port: Int) {
 final class TestDNSServer: Sendable {
     let port: Int
     private let socket: Int32
-    let queries = Mutex<[String]>([])
+    let queries = PlainLock<[String]>([])
 
     init() {
         (socket, port) = loopbackSocket(SOCK_DGRAM)

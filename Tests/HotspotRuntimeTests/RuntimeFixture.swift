@@ -1,6 +1,6 @@
 import Foundation
 import LuaSandbox
-import Synchronization
+import Locking
 // `eventually` for every suite of this target.
 @_exported import TestSupport
 @testable import HotspotRuntime
@@ -8,7 +8,7 @@ import HotspotCore
 
 /// Collects a runtime's events.
 final class EventLog: Sendable {
-    private let events = Mutex<[HotspotEvent]>([])
+    private let events = PlainLock<[HotspotEvent]>([])
 
     func append(_ event: HotspotEvent) { events.withLock { $0.append(event) } }
     var all: [HotspotEvent] { events.withLock { $0 } }

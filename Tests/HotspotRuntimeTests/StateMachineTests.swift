@@ -1,6 +1,6 @@
 import Foundation
 import LuaSandbox
-import Synchronization
+import Locking
 import Testing
 @testable import HotspotRuntime
 import HotspotCore
@@ -461,7 +461,7 @@ import HotspotCore
 }
 
 final class Counter: Sendable {
-    private let value = Mutex(0)
+    private let value = PlainLock(0)
     func next() -> Int { value.withLock { $0 += 1; return $0 } }
 }
 

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import Testing
 import TestSupport
 @testable import HotspotSystem
@@ -8,7 +8,7 @@ import TestSupport
 struct ControlSocketTests {
     @Test func answersRequestsOnAnOwnerOnlySocketAndRefusesASecondServer() async throws {
         let path = try scratchDirectory("state") + "/" + ControlServer.fileName
-        let seen = Mutex<[ControlRequest]>([])
+        let seen = PlainLock<[ControlRequest]>([])
         let server = try ControlServer(path: path) { request in
             seen.withLock { $0.append(request) }
             return ControlReply(ok: true, message: "did \(request.command.rawValue)", state: .authenticated)
@@ -119,7 +119,7 @@ struct ControlSocketTests {
     /// request runs to its end, so a client going away leaves no change half made.
     @Test func aHangUpCancelsAUIRequestOnly() async throws {
         let path = try scratchDirectory("state") + "/" + ControlServer.fileName
-        let ended = Mutex<[ControlRequest.Command: Bool]>([:])  // command: whether it was cancelled
+        let ended = PlainLock<[ControlRequest.Command: Bool]>([:])  // command: whether it was cancelled
         let server = try ControlServer(path: path) { request in
             let end = ContinuousClock.now + .seconds(1)
             while ContinuousClock.now < end, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import Testing
 import TestSupport
 @testable import HotspotSystem
@@ -23,7 +23,7 @@ struct ScriptWatcherTests {
     /// Counts the changes reported, until the watcher stops.
     final class Changes: Sendable {
         private final class Counter: Sendable {
-            let count = Mutex(0)
+            let count = PlainLock(0)
         }
 
         private let counter = Counter()

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 import Testing
 import TestSupport
@@ -17,7 +18,7 @@ struct SystemBusTests {
 
         init() throws {
             let ready = DispatchSemaphore(value: 0)
-            let failure = Mutex<String?>(nil)
+            let failure = PlainLock<String?>(nil)
             Thread { [self] in
                 defer { done.signal() }
                 do {

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Locking
 import Synchronization
 import Testing
 @testable import LuaSandbox
@@ -15,7 +16,7 @@ final class ResourceTracker: Sendable {
 
 final class Resource: Sendable {
     let tracker: ResourceTracker
-    let total = Mutex<Int64>(0)
+    let total = PlainLock<Int64>(0)
 
     init(_ tracker: ResourceTracker) {
         self.tracker = tracker

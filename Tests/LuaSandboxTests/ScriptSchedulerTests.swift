@@ -2,6 +2,7 @@
 import Glibc
 #endif
 @testable import LuaSandbox
+import Locking
 import Synchronization
 import Testing
 import TestSupport
@@ -10,7 +11,7 @@ import TestSupport
 @Suite struct ScriptSchedulerTests {
     /// What the jobs record, in the order they do it.
     final class Journal: Sendable {
-        private let lines = Mutex<[String]>([])
+        private let lines = PlainLock<[String]>([])
         func note(_ line: String) { lines.withLock { $0.append(line) } }
         var entries: [String] { lines.withLock { $0 } }
     }

@@ -1,6 +1,6 @@
 import Foundation
 import Spawning
-import Synchronization
+import Locking
 
 /// A program a test runs in the background (a bus, a DHCP server, NetworkManager), its output
 /// in a log file. It starts with no signal blocked, whatever the test process blocks (a child
@@ -10,7 +10,7 @@ public final class BackgroundProcess: Sendable {
     public let processIdentifier: Int32
     /// Where its standard output and error go.
     public let log: String
-    private let exitStatus = Mutex<Int32?>(nil)
+    private let exitStatus = PlainLock<Int32?>(nil)
 
     public init(_ executable: String, _ arguments: [String], environment: [String] = [], log: String? = nil) throws {
         let log = log ?? scratchPath("log")

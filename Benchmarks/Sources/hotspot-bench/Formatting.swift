@@ -29,6 +29,9 @@ func duration(nanoseconds value: Double) -> String {
 
 func mebibytes(_ bytes: Int) -> String { fixed(Double(bytes) / Double(1 << 20), decimals: 1) + " MiB" }
 
+/// A change in size, signed, in whole KiB: +132 KiB, -8 KiB.
+func signedKibibytes(_ bytes: Int) -> String { (bytes < 0 ? "" : "+") + grouped(bytes / 1024) + " KiB" }
+
 /// An integer with thousands separators: 25,312.
 func grouped(_ value: Int) -> String {
     let digits = Array(String(abs(value)))

@@ -29,6 +29,7 @@ struct HotspotBench {
         figures += await measure("Cold start to first command") { try await measureColdStart() }
         figures += await measure("Hot reload") { try await measureHotReload() }
         figures += await measure("Idle daemon RSS") { try await measureDaemonMemory() }
+        figures += await measure("Soak") { try await measureSoak() }
         print(render(figures))
         print("\nWhole run: \(duration(nanoseconds: nanoseconds(since: start))).")
     }

@@ -154,6 +154,27 @@ final class ChildProcess {
         }
     }
 
+    /// Reads its output until `deadline` (CLOCK_MONOTONIC nanoseconds), so that a process
+    /// writing all along never blocks on a full pipe, and returns the whole lines read (after
+    /// those `readLine` consumed). Throws when the output ends first.
+    func readLines(until deadline: Int64) throws -> [String] {
+        var chunk = [UInt8](repeating: 0, count: 1 << 14)
+        var lines: [String] = []
+        while true {
+            while let newline = unread.firstIndex(of: UInt8(ascii: "\n")) {
+                lines.append(String(decoding: unread[..<newline], as: UTF8.self))
+                unread.removeSubrange(...newline)
+            }
+            let remaining = deadline - Deadline.now.nanoseconds
+            guard remaining > 0 else { return lines }
+            var ready = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, Int32(min(remaining / 1_000_000 + 1, 1000))) > 0 else { continue }
+            let count = receive(into: &chunk)
+            guard count > 0 else { throw BenchError("the output ended before the time was up") }
+            unread += chunk[0..<count]
+        }
+    }
+
     /// Asks it to stop with SIGTERM and waits for it; its wait status.
     func terminate() -> Int32 {
         kill(pid, SIGTERM)
@@ -268,7 +289,7 @@ private func bytes(of field: String, in text: String) throws -> Int {
 /// the parent's id). Scanning all of /proc, rather than /proc/<pid>/task/*/children,
 /// because that lists each thread's children separately and the supervisor starts
 /// workers from whichever thread it is on.
-private func childProcesses(of parent: pid_t) throws -> [pid_t] {
+func childProcesses(of parent: pid_t) throws -> [pid_t] {
     guard let directory = opendir("/proc") else { throw BenchError("cannot list /proc") }
     defer { closedir(directory) }
     var children: [pid_t] = []
