@@ -157,7 +157,7 @@ final class ConnectionLoop: Sendable {
     }
 
     private func start(_ line: [UInt8], on connection: Int32) {
-        guard let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line)) else {
+        guard let request = try? ControlRequest(line: line) else {
             finish(connection, ControlReply(ok: false, message: "the request is not a control request in JSON"))
             return
         }
