@@ -1,0 +1,20 @@
+@testable import LuaSandbox
+import Testing
+
+/// What a worker writes, read by the supervisor, which does not trust it.
+@Suite struct WorkerProtocolTests {
+    /// An outcome whose status no state gives (negative here) is a runtime error; it trapped
+    /// the supervisor (found by `make fuzz`, worker-frames).
+    @Test func anOutcomeWithAStatusNoStateGivesIsARuntimeError() throws {
+        let sent = WorkerFrame.outcome(RawOutcome(status: -1, results: [], message: "no such status", location: "",
+                                                  traceback: "", logs: [], droppedLogs: 0))
+        let (_, frame) = try WorkerFrame.decode(Array(sent.encoded(id: 1).dropFirst(4)))
+        guard case .outcome(let outcome) = frame else {
+            Issue.record("decoded as \(frame)")
+            return
+        }
+        let error = try #require(throws: LuaScriptError.self) { try outcome.decoded(memoryLimit: 1 << 20).get() }
+        #expect(error.kind == .runtime)
+        #expect(error.message == "no such status")
+    }
+}
