@@ -68,7 +68,7 @@ check-sanitizers: deps
 # Every fuzz target of Fuzz/ (a package of its own, so `make test` does not build it) for
 # FUZZ_SECONDS each, from its committed seed corpus, Fuzz/Corpus/NAME, which a run only reads:
 # the inputs a run adds, its log and what it finds go to Fuzz/.build/runs/NAME. Fails when a
-# target crashes (a failed precondition included), leaks, takes more than FUZZ_TIMEOUT seconds
+# target crashes (a failed `require` included), leaks, takes more than FUZZ_TIMEOUT seconds
 # on one input or more than FUZZ_RSS_MB of memory. See docs/FUZZING.md.
 # Swift code gets libFuzzer's coverage from -sanitize-coverage and the C from
 # -fsanitize=fuzzer-no-link, everything AddressSanitizer; only the fuzz targets link libFuzzer

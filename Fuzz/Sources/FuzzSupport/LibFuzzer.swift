@@ -16,13 +16,13 @@ public func fuzz(_ body: @escaping ([UInt8]) -> Void) -> Never {
     target = body
     var argc = CommandLine.argc
     var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-    exit(LLVMFuzzerRunDriver(&argc, &argv, LLVMFuzzerTestOneInput))
+    exit(LLVMFuzzerRunDriver(&argc, &argv, testOneInput))
 }
 
 /// The target as libFuzzer calls it. libFuzzer's own `main`, linked in with the rest of it,
 /// names this symbol, so it must exist by this name.
 @_cdecl("LLVMFuzzerTestOneInput")
-public func LLVMFuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+public func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     target?(Array(UnsafeBufferPointer(start: data, count: size)))
     return 0
 }
