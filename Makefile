@@ -9,7 +9,7 @@ SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lib
 # desktop's notification service.
 TEST_PACKAGES := chromium systemd prometheus dbus python3-dbusmock
 
-.PHONY: all deps test-deps build release test demo bench check-sanitizers clean
+.PHONY: all deps test-deps build release test demo bench check-sanitizers fuzz clean
 
 all: build
 
@@ -90,5 +90,39 @@ check-sanitizers: test-deps
 	if [ -n "$$(ls $(THREAD_REPORTS))" ]; then cat $(THREAD_REPORTS)/*; echo "ThreadSanitizer reported the above"; exit 1; fi; \
 	exit $$status
 
+# Every fuzz target of Fuzz/ (a package of its own, so `make test` does not build it) for
+# FUZZ_SECONDS each, from its committed seed corpus, Fuzz/Corpus/NAME, which a run only reads:
+# the inputs a run adds, its log and what it finds go to Fuzz/.build/runs/NAME. Fails when a
+# target crashes (a failed `require` included), leaks, takes more than FUZZ_TIMEOUT seconds
+# on one input or more than FUZZ_RSS_MB of memory. See docs/FUZZING.md.
+# Swift code gets libFuzzer's coverage from -sanitize-coverage and the C from
+# -fsanitize=fuzzer-no-link, everything AddressSanitizer; only the fuzz targets link libFuzzer
+# (Fuzz/Package.swift), as every other executable of the build needs its own main. Swift's
+# backtracer is off: libFuzzer reports the crash, and the backtracer would hold the run.
+# LeakSanitizer checks once, when a run ends, not after every input: a Lua state's collector
+# and block pool free later than they allocate, which would have it scan the heap each time.
+FUZZ_SECONDS ?= 120
+FUZZ_TIMEOUT ?= 5
+FUZZ_RSS_MB ?= 2048
+FUZZ_TARGETS := wispr html-forms html-text html-meta-refresh json-decode captive-portal-api \
+	lua-values worker-frames control-request secrets-file state-files
+FUZZ_FLAGS := -c release --package-path Fuzz --sanitize=address -Xswiftc -enable-testing \
+	-Xswiftc -sanitize-coverage=edge,trace-cmp,indirect-calls,inline-8bit-counters,pc-table -Xcc -fsanitize=fuzzer-no-link
+fuzz: deps
+	$(SWIFT) build $(FUZZ_FLAGS)
+	@failed=""; for target in $(FUZZ_TARGETS); do \
+	  run=Fuzz/.build/runs/$$target; rm -rf $$run; mkdir -p $$run/corpus; \
+	  SWIFT_BACKTRACE=enable=no Fuzz/.build/release/fuzz-$$target $$run/corpus Fuzz/Corpus/$$target \
+	    -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=$(FUZZ_RSS_MB) \
+	    -detect_leaks=0 -artifact_prefix=$$run/ -print_final_stats=1 > $$run/log 2>&1; \
+	  status=$$?; \
+	  printf '%-20s %s\n' "$$target" "$$(grep -m1 '^stat::number_of_executed_units' $$run/log | awk '{print $$2}') inputs, $$(ls $$run/corpus | wc -l) new in the corpus"; \
+	  if [ $$status != 0 ]; then \
+	    failed="$$failed $$target"; \
+	    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*Fatal error|artifact_prefix)' $$run/log | head -20; \
+	  fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "Fuzzing found problems in:$$failed (logs and inputs in Fuzz/.build/runs/)"; exit 1; fi
+
 clean:
-	rm -rf .build .build-asan .build-tsan
+	rm -rf .build .build-asan .build-tsan Fuzz/.build

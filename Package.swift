@@ -13,8 +13,10 @@ let package = Package(
         .library(name: "LuaSandbox", targets: ["LuaSandbox"]),
         .library(name: "HotspotCore", targets: ["HotspotCore"]),
         .library(name: "HotspotRuntime", targets: ["HotspotRuntime"]),
-        // For the bench (Benchmarks/, a package of its own so that `make test` does not build it).
+        // For the bench and the fuzz targets (Benchmarks/ and Fuzz/, packages of their own so
+        // that `make test` does not build them).
         .library(name: "HotspotNetwork", targets: ["HotspotNetwork"]),
+        .library(name: "HotspotSystem", targets: ["HotspotSystem"]),
         .library(name: "ScriptLibraries", targets: ["ScriptLibraries"]),
         .library(name: "PortalSimulator", targets: ["PortalSimulator"]),
         .library(name: "Spawning", targets: ["Spawning"]),

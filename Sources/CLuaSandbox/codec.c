@@ -84,7 +84,6 @@ static const char *encode_table(lua_State *L, int index, sbx_buffer *b, int dept
     const void *identity = lua_topointer(L, index);
     for (int i = 0; i < depth; i++)
         if (path[i] == identity) return "a cyclic table cannot leave the sandbox";
-    if (depth >= SBX_MAX_DEPTH) return "a table nested too deeply to leave the sandbox";
     if (!lua_checkstack(L, 3)) return "out of stack space while reading a table";
     path[depth] = identity;
     if (append_u8(b, SBX_TAG_TABLE) || append_u32(b, 0)) return "out of memory";
@@ -108,6 +107,9 @@ static const char *encode_table(lua_State *L, int index, sbx_buffer *b, int dept
 
 static const char *encode_value(lua_State *L, int index, sbx_buffer *b, int depth,
                                 const void **path) {
+    // The decoders' limit, checked as they check it, on every value: a table at the
+    // deepest level crosses if it is empty.
+    if (depth > SBX_MAX_DEPTH) return "a table nested too deeply to leave the sandbox";
     int fail = 0;
     switch (lua_type(L, index)) {
     case LUA_TNIL: fail = append_u8(b, SBX_TAG_NIL); break;
@@ -146,7 +148,7 @@ static const char *encode_value(lua_State *L, int index, sbx_buffer *b, int dept
 /// Encodes the stack slots first..last as a tuple. On failure returns a message; a bare
 /// type name means a value of that type cannot leave the sandbox.
 const char *hh_encode_tuple(lua_State *L, int first, int last, sbx_buffer *b) {
-    const void *path[SBX_MAX_DEPTH];
+    const void *path[SBX_MAX_DEPTH + 1];  // the tables being encoded, by depth
     b->length = 0;
     if (append_u32(b, (uint32_t)(last >= first ? last - first + 1 : 0))) return "out of memory";
     for (int i = first; i <= last; i++) {

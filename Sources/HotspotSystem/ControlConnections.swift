@@ -133,7 +133,7 @@ final class ConnectionLoop: Sendable {
                     arriving[connection] = pending
                 case .line(let line):
                     arriving[connection] = nil
-                    guard let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line)) else {
+                    guard let request = try? ControlRequest(line: line) else {
                         answer(connection, ControlServer.encoded(ControlReply(ok: false, message: "the request is not a control request in JSON")))
                         continue
                     }

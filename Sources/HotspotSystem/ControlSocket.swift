@@ -27,6 +27,11 @@ public struct ControlRequest: Codable, Sendable, Equatable {
         self.helper = helper
         self.answers = answers
     }
+
+    /// The request a line read from the control socket (without its newline) carries.
+    init(line: [UInt8]) throws {
+        self = try JSONDecoder().decode(ControlRequest.self, from: Data(line))
+    }
 }
 
 /// The daemon's answer: whether it did what was asked, and what came of it.

@@ -156,6 +156,8 @@ struct ByteReader {
             var table = LuaTable()
             for _ in 0..<count {
                 let key = try value(depth: depth + 1)
+                // No Lua table has one, and the state's decoder refuses them too.
+                if key.isNil || key.numberValue?.isNaN == true { throw .init() }
                 table[key] = try value(depth: depth + 1)
             }
             return .table(table)

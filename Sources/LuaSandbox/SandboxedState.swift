@@ -140,7 +140,7 @@ struct RawOutcome: Sendable {
     private func error(memoryLimit: Int) -> LuaScriptError {
         let kind: LuaScriptError.Kind
         var message = message
-        switch sbx_status(rawValue: UInt32(status)) {
+        switch sbx_status(rawValue: UInt32(bitPattern: status)) {  // a worker may send any status
         case SBX_ERROR_SYNTAX: kind = .syntax
         case SBX_ERROR_MEMORY:
             kind = .memoryLimit

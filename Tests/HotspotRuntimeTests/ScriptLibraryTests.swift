@@ -27,6 +27,13 @@ import Testing
         #expect(decoded == [-12, "integer", 1000.0, "é😀", 1, nil, 3, "table"])
     }
 
+    /// What `json.decode` reads at its depth limit, `json.encode` writes again; the state
+    /// could not hand it to `json.encode` (found by `make fuzz`, json-decode).
+    @Test func jsonAtTheDepthLimitRoundTrips() throws {
+        let deepest = String(repeating: "[", count: 32) + "{}" + String(repeating: "]", count: 32)
+        #expect(try run("return json.encode(json.decode('\(deepest)'))") == [.text(deepest)])
+    }
+
     @Test func jsonRefusesMalformedAndHostileInput() {
         #expect(error("return json.decode('{\"a\": }')")?.contains("json.decode: unexpected character at byte 7") == true)
         #expect(error("return json.decode('[1, 2')")?.contains("json.decode:") == true)

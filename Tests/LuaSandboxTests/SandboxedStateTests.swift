@@ -71,6 +71,23 @@ import Testing
         }
     }
 
+    /// Tables cross as deep as the decoders read them, both ways: 33 nested, the innermost
+    /// empty. A state read them but would not send them (found by `make fuzz`, json-decode).
+    @Test func tablesCrossAsDeepAsTheyAreRead() throws {
+        let script = try state("""
+            return {
+              nest = function(levels) local t = {} for i = 2, levels do t = { t } end return t end,
+              echo = function(value) return value end,
+            }
+            """)
+        var deepest = LuaValue.table(LuaTable())
+        for _ in 2...33 { deepest = [deepest] }
+        #expect(try script.call("nest", [33]).get() == [deepest])
+        #expect(try script.call("echo", [deepest]).get() == [deepest])
+        let error = try #require(throws: LuaScriptError.self) { try script.call("nest", [34]).get() }
+        #expect(error.kind == .invalidValue)
+    }
+
     @Test func runtimeErrorsCarryTheLineAndATraceback() throws {
         let script = try state("""
             local function inner(t)
