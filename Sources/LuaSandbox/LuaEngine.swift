@@ -350,6 +350,13 @@ public final class LuaEngine: Sendable {
         slots.forEach { $0.stop(waitingForTheReader: true) }
     }
 
+    /// Whether workers' resident size is checked against `workerMemoryLimit`: not under
+    /// AddressSanitizer or ThreadSanitizer, whose shadow memory counts as resident (a worker
+    /// under ThreadSanitizer holds over 200 MiB); the exact cap on the scripts' memory holds
+    /// either way.
+    package static let checksResidentSize = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") == nil
+        && dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") == nil
+
     /// The worker processes' ids, in slot order (for monitoring and tests).
     public var workerProcessIDs: [Int32] { slots.map(\.processID) }
 
@@ -697,7 +704,7 @@ private final class WorkerSlot: Sendable {
                     return ([], replaceWorker(&state, reason: "its worker process was stopped (SIGSTOP or a debugger), so it was replaced",
                                               cause: .stopped, rerunningTheRest: true))
                 }
-                if let resident = process.residentBytes, resident > configuration.workerMemoryLimit {
+                if LuaEngine.checksResidentSize, let resident = process.residentBytes, resident > configuration.workerMemoryLimit {
                     process.kill()
                     let reason = "its worker process held \(formatBytes(resident)), more than its limit of "
                         + "\(formatBytes(configuration.workerMemoryLimit)), so it was replaced"
