@@ -39,7 +39,10 @@ import TestSupport
         #expect(try await engine.call(script, "ping").get() == ["pong"])
     }
 
-    @Test func aCPULimitStopsACFunctionByEndingItsWorkerAndTheOtherCallsThereRunAgain() async throws {
+    /// ThreadSanitizer intercepts `_exit` and finalizes first, so under it the worker ends
+    /// after the bystander's call is done, too late to see that call run again.
+    @Test(.disabled(if: dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil, "the worker ends late under ThreadSanitizer"))
+    func aCPULimitStopsACFunctionByEndingItsWorkerAndTheOtherCallsThereRunAgain() async throws {
         let engine = try Self.engine()
         let attacker = try await engine.load(ScriptSource(path: "attacker.lua", text: Self.backtracking))
         let bystander = try await engine.load(ScriptSource(path: "bystander.lua", text: Self.working))
