@@ -64,12 +64,16 @@ let package = Package(
         .target(
             name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "ScriptContract", "CLibXML2", "COpenSSLCrypto"],
             swiftSettings: swiftSettings),
+        // libsystemd's sd-bus, Debian's libsystemd-dev: D-Bus for the NetworkManager source.
+        // Swift cannot call its variadic functions; the non-variadic ones do everything needed.
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // The OS glue: inotify (ScriptWatcher), the control socket (a Unix socket checked with
         // SO_PEERCRED), the platform's tools run to their end (Subprocess), DHCP option 114
-        // from leases and nmcli (CaptivePortalAPIDiscovery); the sources of networks
-        // (NetworkManager) belong here too. No Lua: it knows the hotspot model and the
-        // network layer, never the engine, so it can be built and tested without it.
-        .target(name: "HotspotSystem", dependencies: ["HotspotCore", "HotspotNetwork", "Spawning"], swiftSettings: swiftSettings),
+        // from leases and nmcli (CaptivePortalAPIDiscovery), and the sources of networks: an
+        // interface followed through rtnetlink (InterfaceSource), NetworkManager on the system
+        // bus (NetworkManagerSource). No Lua: it knows the hotspot model and the network
+        // layer, never the engine, so it can be built and tested without it.
+        .target(name: "HotspotSystem", dependencies: ["HotspotCore", "HotspotNetwork", "Spawning", "CSystemd"], swiftSettings: swiftSettings),
         // The hotspot-helper runtime: the venue-script contract, the state machine,
         // arbitration between helpers, persistence.
         // Its Prelude/*.lua are embedded as Swift strings by the EmbedLua plugin.
@@ -119,8 +123,9 @@ let package = Package(
         // A small example of the engine on its own, without hotspots.
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // What several test targets share: waiting on conditions, blocking work off Swift
-        // concurrency's threads, scratch files, reading events by kind.
-        .target(name: "TestSupport", dependencies: ["HotspotCore"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        // concurrency's threads, scratch files, reading events by kind, background services
+        // (a private bus) started with Spawning's signal reset, so SIGTERM stops them.
+        .target(name: "TestSupport", dependencies: ["HotspotCore", "Spawning"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "HotspotRuntimeTests",
             dependencies: [
