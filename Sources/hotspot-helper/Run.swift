@@ -17,7 +17,8 @@ struct Run: AsyncParsableCommand {
             Each --source interface:IFACE:SSID treats an interface as a joined Wi-Fi network: \
             the daemon joins it (evaluate across the helpers, authenticate), runs maintain every \
             --maintain-interval, authenticates again when a helper says so, leaves the network \
-            when the interface goes down and joins it again when it comes back up.
+            when the interface goes down and joins it again when it comes back up (the kernel \
+            says so at once).
 
             Scripts are read again on SIGHUP, and whenever one changes with --watch; a script \
             that no longer loads keeps its last good version running. SIGTERM and SIGINT stop \
@@ -40,12 +41,12 @@ struct Run: AsyncParsableCommand {
     var scripts: String
 
     @Option(name: .customLong("source"),
-            help: ArgumentHelp("A network to keep: an interface treated as a joined Wi-Fi network; repeatable.",
+            help: ArgumentHelp("Where networks come from: an interface treated as a joined Wi-Fi network; repeatable.",
                                valueName: "interface:IFACE:SSID"),
             transform: { text in
-                do throws(HotspotDaemon.SourceError) { return try HotspotDaemon.Source.parse(text) } catch { throw ValidationError(error.description) }
+                do throws(NetworkSourceError) { return try NetworkSourceArgument.parse(text) } catch { throw ValidationError(error.description) }
             })
-    var sources: [HotspotDaemon.Source]
+    var sources: [NetworkSourceArgument]
 
     @Option(name: .customLong("state-dir"), help: ArgumentHelp("Where state and the control socket are kept.", valueName: "dir"))
     var stateDirectory = "/var/lib/hotspot-helper"
@@ -72,11 +73,13 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         guard !sources.isEmpty else {
-            throw ValidationError("give at least one --source interface:IFACE:SSID, such as --source interface:wlan0:Aroma-Guest")
+            throw ValidationError("give at least one --source, such as --source interface:wlan0:Aroma-Guest")
         }
-        var seen: Set<String> = []
-        for source in sources {
-            guard seen.insert(source.ssid).inserted else { throw ValidationError("--source: the SSID \(source.ssid) is given twice") }
+        var ssids: Set<String> = []
+        var interfaces: Set<String> = []
+        for case .interface(let interface, let ssid) in sources {
+            guard ssids.insert(ssid).inserted else { throw ValidationError("--source: the SSID \(ssid) is given twice") }
+            guard interfaces.insert(interface).inserted else { throw ValidationError("--source: the interface \(interface) is given twice") }
         }
     }
 
@@ -107,15 +110,18 @@ struct Run: AsyncParsableCommand {
         }
         let runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: persistence,
                                      configuration: configuration, events: emit)
-        let networks = sources.map { source in
-            let api = captivePortalAPI.uri(interface: source.interface)
-            if let note = api.note { output.write(.log(.info, note, network: source.ssid)) }
-            return NetworkDescription(ssid: source.ssid, interface: source.interface, resolvers: resolverOptions.resolvers,
-                                      probeURLs: keeping.probes.map(\.text), captivePortalAPI: api.uri)
+        let networkSources: [any NetworkSource] = sources.map { source in
+            switch source {
+            case .interface(let interface, let ssid):
+                // A configured Captive Portal API URI is not looked for in the leases.
+                InterfaceSource(interface: interface, ssid: ssid, discoveringCaptivePortalAPIIn: captivePortalAPI.url == nil ? .system : nil)
+            }
         }
+        let overrides = NetworkOverrides(resolvers: resolverOptions.resolvers, probeURLs: keeping.probes.map(\.text),
+                                         captivePortalAPI: captivePortalAPI.url)
         let connectivity = probeInterval.value > 0 ? ConnectivityMonitor.Settings(interval: probeInterval.duration) : nil
-        let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, networks: networks, connectivity: connectivity,
-                                   activity: activity, events: emit)
+        let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, sources: networkSources, overrides: overrides,
+                                   connectivity: connectivity, activity: activity, events: emit)
         output.write(.reload(ReloadEvent(reason: "started", firstLoad)))
 
         let control: ControlServer
@@ -136,7 +142,7 @@ struct Run: AsyncParsableCommand {
         }
         defer { reloads.cancel() }
 
-        let sourceList = networks.map { "\($0.ssid) on \($0.interface ?? "?")" }.joined(separator: ", ")
+        let sourceList = sources.map(\.description).joined(separator: ", ")
         output.write(.log(.info, "running \(helpers.count) helper\(helpers.count == 1 ? "" : "s") for \(sourceList); control socket \(control.path)"))
         // The first joins run beside the signals, so a stop or a reload need not wait for them
         // (they can take a whole command deadline); a stop cancels them.
