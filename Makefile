@@ -1,7 +1,11 @@
 # A fresh Debian machine needs only `make demo` and `make test`: both install the system
 # packages the build needs first.
 SWIFT ?= swift
-SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lua5.4 pkg-config iproute2 curl openssl
+# libsystemd-dev is sd-bus, for the NetworkManager source. The tests run a real NetworkManager
+# (with dhclient and dnsmasq) in network namespaces, and python3-dbusmock's NetworkManager for
+# Wi-Fi, each on a dbus-daemon of its own; the tests start them only there.
+SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lua5.4 pkg-config iproute2 curl openssl \
+	libsystemd-dev dbus network-manager isc-dhcp-client dnsmasq-base python3-dbusmock
 
 .PHONY: all deps build release test demo bench check-sanitizers clean
 

@@ -23,7 +23,7 @@ public enum NetworkSourceEvent: Sendable, Equatable {
 }
 
 /// Where the daemon learns which networks the device is on: a Linux interface
-/// (`InterfaceSource`). A source watches on a
+/// (`InterfaceSource`), NetworkManager (`NetworkManagerSource`). A source watches on a
 /// thread of its own and reports through the stream `start` returns.
 public protocol NetworkSource: AnyObject, Sendable, CustomStringConvertible {
     /// Whether the source reports connectivity itself (`NetworkSourceEvent.connectivity`):
@@ -45,10 +45,13 @@ public protocol NetworkSource: AnyObject, Sendable, CustomStringConvertible {
 public enum NetworkSourceArgument: Sendable, Hashable, CustomStringConvertible {
     /// `interface:IFACE:SSID`: the interface treated as a joined network with this SSID.
     case interface(String, ssid: String)
+    /// `networkmanager`, or `networkmanager:IFACE` for one device only.
+    case networkManager(interface: String?)
 
     public var description: String {
         switch self {
         case .interface(let interface, let ssid): "interface:\(interface):\(ssid)"
+        case .networkManager(let interface): "networkmanager" + (interface.map { ":" + $0 } ?? "")
         }
     }
 
@@ -56,6 +59,11 @@ public enum NetworkSourceArgument: Sendable, Hashable, CustomStringConvertible {
     public static func parse(_ text: String) throws(NetworkSourceError) -> NetworkSourceArgument {
         let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
         switch parts[0] {
+        case "networkmanager":
+            guard parts.count <= 2 else { throw NetworkSourceError("expected networkmanager or networkmanager:IFACE, such as networkmanager:wlan0") }
+            guard parts.count == 2 else { return .networkManager(interface: nil) }
+            guard !parts[1].isEmpty else { throw NetworkSourceError("networkmanager:IFACE needs the interface, such as networkmanager:wlan0") }
+            return .networkManager(interface: parts[1])
         case "interface":
             guard parts.count == 3 else { throw NetworkSourceError("expected interface:IFACE:SSID, such as interface:wlan0:Aroma-Guest") }
             guard !parts[1].isEmpty, if_nametoindex(parts[1]) != 0 else {
@@ -64,7 +72,7 @@ public enum NetworkSourceArgument: Sendable, Hashable, CustomStringConvertible {
             guard (1...32).contains(parts[2].utf8.count) else { throw NetworkSourceError("the SSID must be 1 to 32 bytes") }
             return .interface(parts[1], ssid: parts[2])
         default:
-            throw NetworkSourceError("expected interface:IFACE:SSID, such as interface:wlan0:Aroma-Guest")
+            throw NetworkSourceError("expected interface:IFACE:SSID (such as interface:wlan0:Aroma-Guest), networkmanager or networkmanager:IFACE")
         }
     }
 }

@@ -20,6 +20,16 @@ struct Run: AsyncParsableCommand {
             when the interface goes down and joins it again when it comes back up (the kernel \
             says so at once).
 
+            --source networkmanager follows NetworkManager on the system bus \
+            (DBUS_SYSTEM_BUS_ADDRESS, else the standard one): a device it activates is joined \
+            (a Wi-Fi network by its SSID, any other by its connection's name), with its \
+            interface, name servers and DHCP option 114; a deactivated one is left. Its own \
+            connectivity check replaces the daemon's probes: a network it finds behind a \
+            portal again is maintained at once. Helpers see its Wi-Fi scan list in \
+            filter_scan_list, and a password a helper supplies there is given to NetworkManager \
+            when it asks for that network's (the daemon is its secret agent). \
+            networkmanager:IFACE follows one device only.
+
             Scripts are read again on SIGHUP, and whenever one changes with --watch; a script \
             that no longer loads keeps its last good version running. SIGTERM and SIGINT stop \
             the daemon cleanly: what it must remember (chosen helpers, exclusions, switched-off \
@@ -29,9 +39,10 @@ struct Run: AsyncParsableCommand {
             `hotspot-helper ui|logoff|disable|enable` talk to the daemon through \
             STATE-DIR/control.sock, which only its owner may use.
 
-            Example:
+            Examples:
               hotspot-helper run --scripts /etc/hotspot-helper/scripts \\
                 --source interface:wlan0:Aroma-Guest --secrets /etc/hotspot-helper/secrets --watch
+              hotspot-helper run --scripts /etc/hotspot-helper/scripts --source networkmanager
 
             Exit status: 0 after SIGTERM or SIGINT, 2 for usage errors, no loadable script, an \
             unusable state directory, or another daemon on the same state directory.
@@ -41,8 +52,8 @@ struct Run: AsyncParsableCommand {
     var scripts: String
 
     @Option(name: .customLong("source"),
-            help: ArgumentHelp("Where networks come from: an interface treated as a joined Wi-Fi network; repeatable.",
-                               valueName: "interface:IFACE:SSID"),
+            help: ArgumentHelp("Where networks come from: an interface treated as a joined Wi-Fi network, or NetworkManager; repeatable.",
+                               valueName: "interface:IFACE:SSID|networkmanager[:IFACE]"),
             transform: { text in
                 do throws(NetworkSourceError) { return try NetworkSourceArgument.parse(text) } catch { throw ValidationError(error.description) }
             })
@@ -60,7 +71,7 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var captivePortalAPI: CaptivePortalAPIOptions
 
     @Option(name: .customLong("probe-interval"), parsing: .unconditional,
-            help: ArgumentHelp("Seconds between connectivity checks of each network, 0.01 to 86400 (0: none); a network captive again is maintained at once.",
+            help: ArgumentHelp("Seconds between connectivity checks of each network, 0.01 to 86400 (0: none), but NetworkManager's, which it checks itself; a network captive again is maintained at once.",
                                valueName: "seconds"),
             transform: Seconds.within(0.01...Seconds.day, offAtZero: true))
     var probeInterval = Seconds(10)
@@ -73,13 +84,23 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         guard !sources.isEmpty else {
-            throw ValidationError("give at least one --source, such as --source interface:wlan0:Aroma-Guest")
+            throw ValidationError("give at least one --source, such as --source interface:wlan0:Aroma-Guest or --source networkmanager")
         }
         var ssids: Set<String> = []
         var interfaces: Set<String> = []
-        for case .interface(let interface, let ssid) in sources {
-            guard ssids.insert(ssid).inserted else { throw ValidationError("--source: the SSID \(ssid) is given twice") }
-            guard interfaces.insert(interface).inserted else { throw ValidationError("--source: the interface \(interface) is given twice") }
+        for source in sources {
+            switch source {
+            case .interface(let interface, let ssid):
+                guard ssids.insert(ssid).inserted else { throw ValidationError("--source: the SSID \(ssid) is given twice") }
+                guard interfaces.insert(interface).inserted else { throw ValidationError("--source: the interface \(interface) is given twice") }
+            case .networkManager(let interface):
+                guard sources.filter({ if case .networkManager = $0 { true } else { false } }).count == 1 || interface != nil else {
+                    throw ValidationError("--source networkmanager follows every device already; give it alone, or networkmanager:IFACE for each")
+                }
+                if let interface, !interfaces.insert(interface).inserted {
+                    throw ValidationError("--source: the interface \(interface) is given twice")
+                }
+            }
         }
     }
 
@@ -115,6 +136,8 @@ struct Run: AsyncParsableCommand {
             case .interface(let interface, let ssid):
                 // A configured Captive Portal API URI is not looked for in the leases.
                 InterfaceSource(interface: interface, ssid: ssid, discoveringCaptivePortalAPIIn: captivePortalAPI.url == nil ? .system : nil)
+            case .networkManager(let interface):
+                NetworkManagerSource(interface: interface)
             }
         }
         let overrides = NetworkOverrides(resolvers: resolverOptions.resolvers, probeURLs: keeping.probes.map(\.text),

@@ -44,7 +44,11 @@ struct LinkSourceTests {
     @Test func sourcesThatOverlapAreRefused() async throws {
         let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": Self.quick])
         let refusals = [
+            (["--source", "networkmanager", "--source", "networkmanager:wlan0"],
+             "--source networkmanager follows every device already; give it alone, or networkmanager:IFACE for each"),
+            (["--source", "interface:lo:Cafe", "--source", "networkmanager:lo"], "--source: the interface lo is given twice"),
             (["--source", "interface:lo:Cafe", "--source", "interface:lo:Other"], "--source: the interface lo is given twice"),
+            (["--source", "networkmanager:"], "networkmanager:IFACE needs the interface, such as networkmanager:wlan0"),
         ]
         for (sources, message) in refusals {
             let run = try await CLI.run(["run", "--scripts", scripts] + sources)

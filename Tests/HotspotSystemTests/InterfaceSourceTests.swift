@@ -64,11 +64,14 @@ struct InterfaceSourceTests {
 
     @Test func sourcesAreParsedWithAClearMessageForAnyMistake() throws {
         #expect(try NetworkSourceArgument.parse("interface:lo:Cafe") == .interface("lo", ssid: "Cafe"))
+        #expect(try NetworkSourceArgument.parse("networkmanager") == .networkManager(interface: nil))
+        #expect(try NetworkSourceArgument.parse("networkmanager:wlan0") == .networkManager(interface: "wlan0"))
         let mistakes = [
             "interface:lo": "expected interface:IFACE:SSID, such as interface:wlan0:Aroma-Guest",
             "interface:nosuch0:Cafe": "no network interface called \"nosuch0\" (see `ip link`)",
             "interface:lo:" + String(repeating: "x", count: 33): "the SSID must be 1 to 32 bytes",
-            "wifi": "expected interface:IFACE:SSID, such as interface:wlan0:Aroma-Guest",
+            "networkmanager:": "networkmanager:IFACE needs the interface, such as networkmanager:wlan0",
+            "wifi": "expected interface:IFACE:SSID (such as interface:wlan0:Aroma-Guest), networkmanager or networkmanager:IFACE",
         ]
         for (text, message) in mistakes {
             #expect(throws: NetworkSourceError.self) { try NetworkSourceArgument.parse(text) }
