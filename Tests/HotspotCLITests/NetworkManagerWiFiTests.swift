@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 
@@ -10,7 +11,7 @@ import TestSupport
 /// from NetworkManager's own connection.
 final class MockNetworkManager: Sendable {
     let bus: PrivateBus
-    private let mock: BackgroundProcess
+    private let mock = Mutex<BackgroundProcess?>(nil)
 
     static let unavailableReason: String? = {
         if let reason = PrivateBus.unavailableReason { return reason }
@@ -25,10 +26,42 @@ final class MockNetworkManager: Sendable {
 
     static let wifiDevice = "/org/freedesktop/NetworkManager/Devices/wlan0"
 
+    /// The stock template, but for Startup, a parameter here: NetworkManager says it is still
+    /// starting until it has activated what it activates at its start.
+    private static let template = """
+        from dbusmock.templates.networkmanager import *
+        from dbusmock.templates import networkmanager as stock
+
+        def load(mock, parameters):
+            stock.load(mock, parameters)
+            dbusmock.get_object(MANAGER_OBJ).props[MANAGER_IFACE]['Startup'] = dbus.Boolean(parameters.get('Startup', False))
+        """
+
     init() async throws {
         bus = try PrivateBus()
-        mock = try BackgroundProcess("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", "networkmanager"],
-                                     environment: ["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)"])
+        try await startMock(starting: false)
+    }
+
+    /// The bus stops and starts again, with a NetworkManager of its own that makes the objects
+    /// of `setUp` again as it starts.
+    func restartBus(setUp: String) async throws {
+        bus.stop()
+        mock.withLock { $0.take() }?.stop()
+        try bus.start()
+        try await startMock(starting: true)
+        _ = try await python(setUp + """
+
+            mock.SetProperty('/org/freedesktop/NetworkManager', 'org.freedesktop.NetworkManager', 'Startup', dbus.Boolean(False, variant_level=1))
+            """)
+    }
+
+    private func startMock(starting: Bool) async throws {
+        let template = scratchPath("networkmanager-template") + ".py"
+        try Self.template.write(toFile: template, atomically: true, encoding: .utf8)
+        let started = try BackgroundProcess("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", template,
+                                                                 "--parameters", starting ? #"{"Startup": true}"# : "{}"],
+                                            environment: ["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)"])
+        mock.withLock { $0 = started }
         _ = try await python("""
             mock.AddObject('/org/freedesktop/NetworkManager/AgentManager', 'org.freedesktop.NetworkManager.AgentManager', {}, [
                 ('Register', 's', '', ''),
@@ -63,18 +96,27 @@ final class MockNetworkManager: Sendable {
             """
         let run = try await CLI.run(["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)", "/usr/bin/python3", "-c", script], executable: "/usr/bin/env")
         guard run.status == 0 else {
-            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "python failed: \(run.errors)\nthe mock: \(mock.output)"])
+            let output = mock.withLock { $0?.output ?? "" }
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "python failed: \(run.errors)\nthe mock: \(output)"])
         }
         return run.output
     }
 
     /// A Wi-Fi device, wlan0, with Cafe-Secure (WPA2, 73 %) and Open-Net (40 %) in range.
+    static let wifiWithTwoAccessPoints = """
+        device = mock.AddWiFiDevice('wlan0', 'wlan0', 30)
+        mock.AddAccessPoint(device, 'cafe', 'Cafe-Secure', '02:00:00:00:00:01', 2, 2412, 54000, 73, 0x100)
+        mock.AddAccessPoint(device, 'open', 'Open-Net', '02:00:00:00:00:02', 2, 2437, 54000, 40, 0)
+        """
+
+    /// wlan0 activated on Cafe-Secure, as NetworkManager does by itself.
+    static let cafeActivated = """
+        connection = mock.AddWiFiConnection('\(wifiDevice)', 'cafe', 'Cafe-Secure', 'wpa-psk')
+        mock.AddActiveConnection(['\(wifiDevice)'], connection, '/org/freedesktop/NetworkManager/AccessPoint/cafe', 'cafe', 2)
+        """
+
     func addWiFiWithTwoAccessPoints() async throws {
-        _ = try await python("""
-            device = mock.AddWiFiDevice('wlan0', 'wlan0', 30)
-            mock.AddAccessPoint(device, 'cafe', 'Cafe-Secure', '02:00:00:00:00:01', 2, 2412, 54000, 73, 0x100)
-            mock.AddAccessPoint(device, 'open', 'Open-Net', '02:00:00:00:00:02', 2, 2437, 54000, 40, 0)
-            """)
+        _ = try await python(Self.wifiWithTwoAccessPoints)
     }
 
     /// `hotspot-helper` on the mock's bus.
@@ -132,10 +174,7 @@ struct NetworkManagerWiFiTests {
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("passwords for networkmanager to join with: Cafe-Secure (from wifi)"))
 
         // NetworkManager joins Cafe-Secure by itself: SSID, BSSID, strength and security reach cmd.network.
-        _ = try await nm.python("""
-            connection = mock.AddWiFiConnection('\(MockNetworkManager.wifiDevice)', 'cafe', 'Cafe-Secure', 'wpa-psk')
-            mock.AddActiveConnection(['\(MockNetworkManager.wifiDevice)'], connection, '/org/freedesktop/NetworkManager/AccessPoint/cafe', 'cafe', 2)
-            """)
+        _ = try await nm.python(MockNetworkManager.cafeActivated)
         try await daemon.waitForEvent(Self.isPrint("network Cafe-Secure 02:00:00:00:00:01 0.73 true true"))
         try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Cafe-Secure"))
 
@@ -223,6 +262,29 @@ struct NetworkManagerWiFiTests {
         try await daemon.waitForEvent(Self.isPrint("network Caf\\x00\\xff 02:00:00:00:00:09 1.0 false true"))
         try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Caf\\x00\\xff"))
         #expect(daemon.process.isRunning)
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
+    /// The bus going away is said; the source connects again once it is back and reads
+    /// NetworkManager again, and a network still on is not left.
+    @Test func aBusThatGoesAwayIsConnectedToAgainWhenItIsBack() async throws {
+        let nm = try await MockNetworkManager()
+        try await nm.addWiFiWithTwoAccessPoints()
+        _ = try await nm.python(MockNetworkManager.cafeActivated)
+        let scripts = try CLI.temporaryDirectory(scripts: ["wifi.lua": Self.wifi])
+        let daemon = try nm.hotspotHelper(["run", "--json", "--scripts", scripts, "--source", "networkmanager",
+                                           "--state-dir", try CLI.temporaryDirectory()])
+        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Cafe-Secure"))
+
+        try await nm.restartBus(setUp: MockNetworkManager.wifiWithTwoAccessPoints + "\n" + MockNetworkManager.cafeActivated)
+        try await daemon.waitForEvent(NetworkManagerTests.isMessage("NetworkManager cannot be followed: the connection to the system bus ended"))
+        try await daemon.waitForEvent(NetworkManagerTests.isMessage("the system bus is back"))
+        try await Task.sleep(for: .seconds(3))  // longer than a device may be missing before its network is left
+        #expect(!daemon.events.contains(where: DaemonTests.isState("inactive", "Cafe-Secure")), "\(daemon.events.suffix(6))")
+
+        _ = try await nm.python("mock.RemoveActiveConnection('\(MockNetworkManager.wifiDevice)', '/org/freedesktop/NetworkManager/ActiveConnection/cafe')")
+        try await daemon.waitForEvent(DaemonTests.isState("inactive", "Cafe-Secure"))
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }
