@@ -158,6 +158,12 @@ struct NetworkManagerWiFiTests {
         }
         """
 
+    /// `run --source networkmanager` on the mock's bus, with the script above.
+    static func daemon(on nm: MockNetworkManager) throws -> RunningCLI {
+        try nm.hotspotHelper(["run", "--json", "--scripts", try CLI.temporaryDirectory(scripts: ["wifi.lua": wifi]),
+                              "--source", "networkmanager", "--state-dir", try CLI.temporaryDirectory()])
+    }
+
     static func isPrint(_ text: String) -> ([String: Any]) -> Bool {
         { $0["level"] as? String == "print" && $0["message"] as? String == text }
     }
@@ -165,9 +171,7 @@ struct NetworkManagerWiFiTests {
     @Test func wiFiFactsReachTheHelpersAndTheAgentGivesOnlyTheirPassword() async throws {
         let nm = try await MockNetworkManager()
         try await nm.addWiFiWithTwoAccessPoints()
-        let scripts = try CLI.temporaryDirectory(scripts: ["wifi.lua": Self.wifi])
-        let daemon = try nm.hotspotHelper(["run", "--json", "--scripts", scripts, "--source", "networkmanager",
-                                           "--state-dir", try CLI.temporaryDirectory()])
+        let daemon = try Self.daemon(on: nm)
         // The scan list reaches filter_scan_list, and the password claimed goes to the agent.
         try await daemon.waitForEvent(Self.isPrint("scan Cafe-Secure 02:00:00:00:00:01 0.73 true"))
         try await daemon.waitForEvent(Self.isPrint("scan Open-Net 02:00:00:00:00:02 0.4 false"))
@@ -231,9 +235,7 @@ struct NetworkManagerWiFiTests {
     @Test func badInputIsReportedAndTheDaemonGoesOn() async throws {
         let nm = try await MockNetworkManager()
         try await nm.addWiFiWithTwoAccessPoints()
-        let scripts = try CLI.temporaryDirectory(scripts: ["wifi.lua": Self.wifi])
-        let daemon = try nm.hotspotHelper(["run", "--json", "--scripts", scripts, "--source", "networkmanager",
-                                           "--state-dir", try CLI.temporaryDirectory()])
+        let daemon = try Self.daemon(on: nm)
         try await daemon.waitForEvent(Self.isPrint("scan Open-Net 02:00:00:00:00:02 0.4 false"))
         let weird = "/org/freedesktop/NetworkManager/AccessPoint/weird"
         _ = try await nm.python("""
@@ -272,9 +274,7 @@ struct NetworkManagerWiFiTests {
         let nm = try await MockNetworkManager()
         try await nm.addWiFiWithTwoAccessPoints()
         _ = try await nm.python(MockNetworkManager.cafeActivated)
-        let scripts = try CLI.temporaryDirectory(scripts: ["wifi.lua": Self.wifi])
-        let daemon = try nm.hotspotHelper(["run", "--json", "--scripts", scripts, "--source", "networkmanager",
-                                           "--state-dir", try CLI.temporaryDirectory()])
+        let daemon = try Self.daemon(on: nm)
         try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Cafe-Secure"))
 
         try await nm.restartBus(setUp: MockNetworkManager.wifiWithTwoAccessPoints + "\n" + MockNetworkManager.cafeActivated)
