@@ -1,13 +1,15 @@
 # A fresh Debian machine needs only `make demo` and `make test`: both install the system
 # packages the build needs first.
 SWIFT ?= swift
+# libsystemd-dev is sd-bus: NetworkManager's D-Bus API and the desktop's notifications.
 SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev libsystemd-dev lua5.4 pkg-config iproute2 curl openssl
 # What only the tests use: a real headless browser for the person's page; systemd-analyze and
 # systemd-creds for the unit's and the credentials' tests; prometheus (about 19 MB to
 # download), whose server scrapes the daemon and whose promtool checks the exposition and the
-# alerting rules; dbus-daemon for buses of the tests' own, and python3-dbusmock for the
-# desktop's notification service.
-TEST_PACKAGES := chromium systemd prometheus dbus python3-dbusmock
+# alerting rules; a real NetworkManager (with dhclient and dnsmasq) in network namespaces,
+# python3-dbusmock's NetworkManager for Wi-Fi and its notification service for the desktop,
+# each on a dbus-daemon of the test's own.
+TEST_PACKAGES := chromium systemd prometheus dbus python3-dbusmock network-manager isc-dhcp-client dnsmasq-base
 
 .PHONY: all deps test-deps build release test demo bench check-sanitizers fuzz clean
 

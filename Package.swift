@@ -76,10 +76,11 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // The OS glue: inotify (ScriptWatcher), the control socket (a Unix socket checked with
         // SO_PEERCRED), the platform's tools run to their end (Subprocess), DHCP option 114
-        // from leases and nmcli (CaptivePortalAPIDiscovery), D-Bus through sd-bus (SystemBus)
-        // for the sources of networks (NetworkManager) and desktop notifications. No Lua: it
-        // knows the hotspot model and the network layer, never the engine, so it can be built
-        // and tested without it.
+        // from leases and nmcli (CaptivePortalAPIDiscovery), the sources of networks (an
+        // interface followed through rtnetlink: InterfaceSource; NetworkManager on the system
+        // bus: NetworkManagerSource) and the desktop's notifications, D-Bus through sd-bus
+        // (SystemBus). No Lua: it knows the hotspot model and the network layer, never the
+        // engine, so it can be built and tested without it.
         .target(name: "HotspotSystem", dependencies: ["HotspotCore", "HotspotNetwork", "Spawning", "CSystemd", "Locking"], swiftSettings: swiftSettings),
         // The daemon's metrics in Prometheus's text format, counted from the runtime's events
         // and levels read at each scrape; only the daemon links it.

@@ -329,6 +329,16 @@ public actor HotspotMachine<Transport: HelperTransport> {
         return .inactive
     }
 
+    /// Something of a joined network changed without the device leaving it (its resolvers, its
+    /// Captive Portal API URI): the next commands see the new description. How the network was
+    /// joined stays as it was.
+    public func update(_ network: NetworkDescription) {
+        guard let joined = sessions[network.ssid]?.network else { return }
+        var updated = network
+        updated.didAutoJoin = joined.didAutoJoin
+        sessions[network.ssid]?.network = updated
+    }
+
     /// The device left the network: no command is sent.
     public func leave(_ ssid: String) {
         guard let session = sessions[ssid] else { return }

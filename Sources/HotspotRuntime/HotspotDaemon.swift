@@ -6,88 +6,47 @@ public import HotspotNetwork
 public import HotspotCore
 public import HotspotSystem
 
-/// `hotspot-helper run`: the runtime kept going on a device. It joins the networks its
-/// sources describe, leaves and joins them again as their links go down and up, reloads
-/// the helpers when asked, and answers the control socket's requests.
+/// `hotspot-helper run`: the runtime kept going on a device. It joins and leaves the networks
+/// as its sources (`NetworkSource`: an interface, NetworkManager) report them, reloads the
+/// helpers when asked, and answers the control socket's requests.
 ///
 /// It lives here rather than with the OS glue (HotspotSystem) because it composes the
 /// Lua-backed runtime and catalog with that glue; there it would make the glue depend on
 /// the script engine.
 public actor HotspotDaemon {
-    /// Where the daemon learns which network the device is on.
-    public struct Source: Sendable, Hashable, CustomStringConvertible {
-        /// The interface is treated as a joined Wi-Fi network with this SSID.
-        public let interface: String
-        public let ssid: String
-
-        public var description: String { "interface:\(interface):\(ssid)" }
-
-        /// Parses `interface:IFACE:SSID`; the error says what is wrong and what is expected.
-        public static func parse(_ text: String) throws(SourceError) -> Source {
-            let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
-            guard parts.count == 3, parts[0] == "interface" else {
-                throw SourceError("expected interface:IFACE:SSID, such as interface:wlan0:Aroma-Guest")
-            }
-            guard !parts[1].isEmpty, if_nametoindex(parts[1]) != 0 else {
-                throw SourceError("no network interface called \"\(parts[1])\" (see `ip link`)")
-            }
-            guard (1...32).contains(parts[2].utf8.count) else {
-                throw SourceError("the SSID must be 1 to 32 bytes")
-            }
-            return Source(interface: parts[1], ssid: parts[2])
-        }
-    }
-
-    public struct SourceError: Error, CustomStringConvertible {
-        public let description: String
-        init(_ description: String) { self.description = description }
-    }
-
-    private let runtime: HotspotRuntime
+    let runtime: HotspotRuntime
     private let catalog: HelperCatalog
-    private let networks: [NetworkDescription]
-    private let emit: @Sendable (HotspotEvent) -> Void
-    private let linkCheckInterval: Duration
-    private let connectivity: ConnectivityMonitor.Settings?
+    let sources: [any NetworkSource]
+    let overrides: NetworkOverrides
+    let emit: @Sendable (HotspotEvent) -> Void
+    let connectivity: ConnectivityMonitor.Settings?
     private let activity: RecentActivity
-    private var linkWatch: Task<Void, Never>?
-    private var connectivityWatches: [Task<Void, Never>] = []
+    /// What the sources said and the work it started (HotspotDaemon+Sources.swift).
+    var tracking = SourceTracking()
 
     /// - Parameters:
-    ///   - networks: one per source, with its interface, resolvers and probes.
-    ///   - connectivity: how each network's connectivity is polled (nil: it is not); a
-    ///     network that turns captive while authenticated gets `maintain` at once.
+    ///   - sources: where the networks come from; each is started by `start`.
+    ///   - overrides: what the daemon's options say of every network, over what the sources say.
+    ///   - connectivity: how the connectivity of each network whose source does not report
+    ///     it is polled (nil: it is not); a network that turns captive while authenticated gets
+    ///     `maintain` at once.
     ///   - activity: fed with the events the runtime and the daemon emit, for `status`.
-    public init(runtime: HotspotRuntime, catalog: HelperCatalog, networks: [NetworkDescription],
-                linkCheckInterval: Duration = .seconds(2), connectivity: ConnectivityMonitor.Settings? = nil,
-                activity: RecentActivity = RecentActivity(), events: @escaping @Sendable (HotspotEvent) -> Void) {
+    public init(runtime: HotspotRuntime, catalog: HelperCatalog, sources: [any NetworkSource], overrides: NetworkOverrides = NetworkOverrides(),
+                connectivity: ConnectivityMonitor.Settings? = nil, activity: RecentActivity = RecentActivity(),
+                events: @escaping @Sendable (HotspotEvent) -> Void) {
         self.runtime = runtime
         self.catalog = catalog
-        self.networks = networks
-        self.linkCheckInterval = linkCheckInterval
+        self.sources = sources
+        self.overrides = overrides
         self.connectivity = connectivity
         self.activity = activity
         self.emit = events
     }
 
-    /// Joins every network whose link is up (the first join is the operator's, not an
-    /// auto-join), then keeps watching the links.
-    public func start() async {
-        var up: [String: Bool] = [:]
-        await withTaskGroup(of: Void.self) { group in
-            for network in networks {
-                let isUp = Self.linkIsUp(network.interface)
-                up[network.ssid] = isUp
-                if isUp {
-                    group.addTask { await self.runtime.join(network) }
-                } else {
-                    emit(.log(.info, "\(network.interface ?? "?") is down; \(network.ssid) is joined when it comes up", network: network.ssid))
-                }
-            }
-        }
-        guard !Task.isCancelled else { return }  // stopped during the first joins
-        watchLinks(initially: up)
-        if let connectivity { networks.forEach { watchConnectivity(of: $0, settings: connectivity) } }
+    /// Starts the sources: each joins its networks as it reports them (the first join of a
+    /// network up at the start is the operator's, not an auto-join) and leaves them as they go.
+    public func start() {
+        startSources()
     }
 
     /// Reads the scripts again and puts what loaded in place; reports it as a `reload` event.
@@ -99,10 +58,10 @@ public actor HotspotDaemon {
         return change
     }
 
-    /// Stops watching links and every timer; state already on disk stays as it is.
+    /// Stops the sources, the commands they started and every timer; state already on disk
+    /// stays as it is.
     public func stop() async {
-        linkWatch?.cancel()
-        connectivityWatches.forEach { $0.cancel() }
+        await stopSources()
         await runtime.stopTimers()
     }
 
@@ -117,8 +76,8 @@ public actor HotspotDaemon {
     public func handle(_ request: ControlRequest) async -> ControlReply {
         switch request.command {
         case .ui, .logoff, .join:
-            guard let network = networks.first(where: { $0.ssid == request.network }) else {
-                let known = networks.map(\.ssid).joined(separator: ", ")
+            guard let network = tracking.networks.first(where: { $0.ssid == request.network }) else {
+                let known = tracking.networks.map(\.ssid).joined(separator: ", ")
                 return ControlReply(ok: false, message: "no network \"\(request.network ?? "")\" here; this daemon runs \(known)")
             }
             switch request.command {
@@ -129,7 +88,8 @@ public actor HotspotDaemon {
         case .disable, .enable:
             return await setHelper(request)
         case .status:
-            return ControlReply(ok: true, message: "\(networks.count) network\(networks.count == 1 ? "" : "s")", status: await status())
+            let count = tracking.networks.count
+            return ControlReply(ok: true, message: "\(count) network\(count == 1 ? "" : "s")", status: await status())
         case .watch:
             return ControlReply(ok: false, message: "watch is served by the control socket itself")  // never reaches a handler
         }
@@ -141,7 +101,7 @@ public actor HotspotDaemon {
     public func status() async -> DaemonStatus {
         let saved = runtime.stateDirectory.snapshot
         var views: [DaemonStatus.Network] = []
-        for network in networks {
+        for network in tracking.networks {
             let ssid = network.ssid
             let verdict = activity.connectivity(of: ssid)
             views.append(DaemonStatus.Network(
@@ -186,8 +146,8 @@ public actor HotspotDaemon {
     }
 
     private func rejoin(_ network: NetworkDescription) async -> ControlReply {
-        guard Self.linkIsUp(network.interface) else {
-            return ControlReply(ok: false, message: "\(network.interface ?? "?") is down; \(network.ssid) is joined when it comes up")
+        guard tracking.joined[network.ssid] != nil else {
+            return ControlReply(ok: false, message: "the device is not on \(network.ssid) now; it is joined when it is back")
         }
         emit(.log(.info, "joining \(network.ssid) again, as asked", network: network.ssid))
         let after = await runtime.rejoin(network)
@@ -211,66 +171,6 @@ public actor HotspotDaemon {
         let scope = request.network.map { " for \($0)" } ?? " everywhere"
         emit(.log(.info, "\(enabled ? "enabled" : "disabled")\(scope) by the user", network: request.network, helper: id))
         return ControlReply(ok: true, message: "\(id) is \(enabled ? "enabled" : "disabled")\(scope)")
-    }
-
-    // MARK: connectivity
-
-    /// The portal took the network back (a session that ran out, a portal restarted): the
-    /// helper's `maintain` runs now rather than at its next timer, and logs in again.
-    private func watchConnectivity(of network: NetworkDescription, settings: ConnectivityMonitor.Settings) {
-        let changes: AsyncStream<ConnectivityVerdict>
-        do {
-            changes = try runtime.watchConnectivity(of: network, settings: settings).changes
-        } catch {
-            emit(.log(.error, "cannot watch connectivity: \(error)", network: network.ssid))
-            return
-        }
-        let runtime = runtime, emit = emit, ssid = network.ssid
-        connectivityWatches.append(Task {
-            for await verdict in changes where verdict.state == .captive {
-                guard await runtime.state(of: ssid) == .authenticated else { continue }
-                emit(.log(.info, "\(ssid) is captive again: maintaining now", network: ssid))
-                await runtime.maintain(ssid)
-            }
-        })
-    }
-
-    // MARK: links
-
-    private func watchLinks(initially up: [String: Bool]) {
-        let interval = linkCheckInterval
-        linkWatch = Task { [weak self] in
-            var up = up
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                guard let self, !Task.isCancelled else { return }
-                up = await self.checkLinks(up)
-            }
-        }
-    }
-
-    private func checkLinks(_ wasUp: [String: Bool]) async -> [String: Bool] {
-        var up = wasUp
-        for var network in networks {
-            let isUp = Self.linkIsUp(network.interface)
-            guard isUp != wasUp[network.ssid] else { continue }
-            up[network.ssid] = isUp
-            if isUp {
-                emit(.log(.info, "\(network.interface ?? "?") is up: joining", network: network.ssid))
-                network.didAutoJoin = true
-                await runtime.join(network)
-            } else {
-                emit(.log(.info, "\(network.interface ?? "?") is down: leaving", network: network.ssid))
-                await runtime.leave(network.ssid)
-            }
-        }
-        return up
-    }
-
-    /// Up (IFF_UP with a carrier), as the connectivity probes see it; a network with no
-    /// interface of its own (the default route's) counts as up.
-    static func linkIsUp(_ interface: String?) -> Bool {
-        interface.map(NetworkLink.system.isUp) ?? true
     }
 }
 

@@ -8,21 +8,46 @@ import HotspotCore
 /// Where the platform has put a network's RFC 8910 Captive Portal API URI (DHCPv4 option
 /// 114), best effort: NetworkManager (`nmcli -g DHCP4.OPTION device show IFACE`), then
 /// systemd-networkd's lease (`CAPTIVE_PORTAL=`), then ISC dhclient's lease files
-/// (`option captive-portal` or `option unknown-114`). DHCPv6 option 103 and RA option 37
+/// (`option captive-portal`, `option default-url` or `option unknown-114`). DHCPv6 option 103 and RA option 37
 /// are read by none of these here; configure the URI (`--capport-url`) instead.
 public enum CaptivePortalAPIDiscovery {
+    /// Where the platform keeps what DHCP told it.
+    public struct Places: Sendable {
+        /// NetworkManager's command line; nil to leave NetworkManager out.
+        public var nmcli: String?
+        /// systemd-networkd's leases, one file per interface index.
+        public var networkdLeases: String
+        /// ISC dhclient's lease files (`dhclient*`).
+        public var dhclientLeases: String
+        /// NetworkManager's own lease files, read through `nmcli`.
+        public var networkManagerLeases: String
+
+        public init(nmcli: String?, networkdLeases: String, dhclientLeases: String, networkManagerLeases: String) {
+            self.nmcli = nmcli
+            self.networkdLeases = networkdLeases
+            self.dhclientLeases = dhclientLeases
+            self.networkManagerLeases = networkManagerLeases
+        }
+
+        public static let system = Places(nmcli: "/usr/bin/nmcli", networkdLeases: "/run/systemd/netif/leases",
+                                          dhclientLeases: "/var/lib/dhcp", networkManagerLeases: "/var/lib/NetworkManager")
+
+        /// The directories whose changes can change what `uri` finds.
+        var leaseDirectories: [String] { [networkdLeases, dhclientLeases, networkManagerLeases] }
+    }
+
     /// The URI and where it was found, or nil when no source has one.
-    public static func uri(forInterface interface: String) -> (uri: String, source: String)? {
-        if let output = run("/usr/bin/nmcli", ["-g", "DHCP4.OPTION", "device", "show", interface]),
+    public static func uri(forInterface interface: String, in places: Places = .system) -> (uri: String, source: String)? {
+        if let nmcli = places.nmcli, let output = run(nmcli, ["-g", "DHCP4.OPTION", "device", "show", interface]),
            let uri = fromNetworkManager(output) {
             return (uri, "NetworkManager")
         }
         let index = if_nametoindex(interface)
-        if index != 0, let lease = try? String(contentsOfFile: "/run/systemd/netif/leases/\(index)", encoding: .utf8),
+        if index != 0, let lease = try? String(contentsOfFile: "\(places.networkdLeases)/\(index)", encoding: .utf8),
            let uri = fromNetworkdLease(lease) {
             return (uri, "systemd-networkd")
         }
-        let leaseDirectory = "/var/lib/dhcp"
+        let leaseDirectory = places.dhclientLeases
         for name in (try? FileManager.default.contentsOfDirectory(atPath: leaseDirectory)) ?? [] where name.hasPrefix("dhclient") {
             if let leases = try? String(contentsOfFile: leaseDirectory + "/" + name, encoding: .utf8),
                let uri = fromDhclientLeases(leases, interface: interface) {
@@ -32,13 +57,16 @@ public enum CaptivePortalAPIDiscovery {
         return nil
     }
 
-    /// NetworkManager names option 114 `captive_portal` (or `unknown_114` in older versions);
-    /// `-g` prints the options as `name = value` separated by ` | ` or new lines.
+    /// NetworkManager names option 114 `captive_portal` (or `unknown_114` in older versions),
+    /// and `default_url` with its dhclient backend, which knows the option by RFC 3679's name.
+    static let networkManagerOptionNames = ["captive_portal", "default_url", "unknown_114", "option_114"]
+
+    /// The option in `nmcli -g DHCP4.OPTION`'s output: `name = value` separated by ` | ` or new lines.
     static func fromNetworkManager(_ output: String) -> String? {
         let entries = output.split(whereSeparator: { $0 == "\n" }).flatMap { $0.components(separatedBy: " | ") }
         for entry in entries {
             let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingWhitespace() }
-            if parts.count == 2, ["captive_portal", "unknown_114", "option_114"].contains(parts[0]), !parts[1].isEmpty {
+            if parts.count == 2, networkManagerOptionNames.contains(parts[0]), !parts[1].isEmpty {
                 return parts[1]
             }
         }
@@ -54,7 +82,7 @@ public enum CaptivePortalAPIDiscovery {
         let blocks = leases.components(separatedBy: "lease {").filter { $0.contains("interface \"\(interface)\";") }
         guard let last = blocks.last else { return nil }
         for line in last.split(separator: "\n").map({ $0.trimmingWhitespace() }) {
-            guard let name = ["option captive-portal ", "option unknown-114 "].first(where: { line.hasPrefix($0) }) else { continue }
+            guard let name = ["option captive-portal ", "option default-url ", "option unknown-114 "].first(where: { line.hasPrefix($0) }) else { continue }
             let value = line.dropFirst(name.count).trimming(";")
             if value.hasPrefix("\"") { return String(value.trimming("\"")) }
             let bytes = value.split(separator: ":").compactMap { UInt8($0, radix: 16) }

@@ -125,12 +125,26 @@ final class SystemBus {
         init(_ handle: @escaping (BusMessage) -> Bool) { self.handle = handle }
     }
 
-    /// The system bus, or the session bus of the user the process runs as
-    /// (DBUS_SESSION_BUS_ADDRESS, else the user's standard socket).
-    init(session: Bool = false) throws(BusError) {
+    /// Connects to the bus at `address` (`unix:path=...`), or to the system bus, or with
+    /// `session` to the session bus of the user the process runs as (DBUS_SESSION_BUS_ADDRESS,
+    /// else the user's standard socket).
+    init(address: String? = nil, session: Bool = false) throws(BusError) {
         var bus: OpaquePointer?
-        let result = session ? sd_bus_open_user(&bus) : sd_bus_open_system(&bus)
-        guard result >= 0, let bus else { throw BusError("cannot connect to the \(session ? "session" : "system") bus", code: result) }
+        var result: Int32
+        if session {
+            result = sd_bus_open_user(&bus)
+        } else if let address {
+            result = sd_bus_new(&bus)
+            if result >= 0 { result = sd_bus_set_address(bus, address) }
+            if result >= 0 { result = sd_bus_set_bus_client(bus, 1) }
+            if result >= 0 { result = sd_bus_start(bus) }
+            if result < 0 { sd_bus_unref(bus) }
+        } else {
+            result = sd_bus_open_system(&bus)
+        }
+        guard result >= 0, let bus else {
+            throw BusError("cannot connect to \(session ? "the session bus" : address ?? "the system bus")", code: result)
+        }
         self.bus = bus
     }
 

@@ -34,6 +34,26 @@ final class WakeUpPipe: Sendable {
         while read(readEnd, &bytes, bytes.count) > 0 {}
     }
 
+    enum Waited {
+        case ready, timedOut, woken
+        /// `poll` itself failed (not interrupted): the thread cannot wait any more.
+        case failed
+    }
+
+    /// Waits in `poll` for `descriptors` (their `revents` set on return) or a wake-up,
+    /// whichever comes first; -1 waits without a timeout.
+    func wait(for descriptors: inout [pollfd], timeoutMilliseconds: Int32) -> Waited {
+        var all = descriptors + [pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)]
+        while true {
+            let ready = poll(&all, nfds_t(all.count), timeoutMilliseconds)
+            if ready < 0, errno == EINTR { continue }
+            guard ready >= 0 else { return .failed }
+            descriptors = Array(all.dropLast())
+            if all[all.count - 1].revents != 0 { return .woken }
+            return ready == 0 ? .timedOut : .ready
+        }
+    }
+
     /// Called by the waiting thread once it is done.
     func close() {
         writeEnd.withLock { end in

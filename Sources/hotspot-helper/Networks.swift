@@ -5,6 +5,7 @@ import HotspotNetwork
 import HotspotRuntime
 import HotspotCore
 import HotspotSystem
+import Locking
 
 struct Networks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,17 +17,28 @@ struct Networks: AsyncParsableCommand {
 
               [{"ssid": "Aroma-Guest", "bssid": "02:00:00:00:00:01", "signal_strength": 0.8, "is_secure": false}]
 
-            Only "ssid" is required. With --watch, the scan list is read and filtered again \
-            every 5 seconds (as a watched scan list is), and the table printed when it changes.
+            Only "ssid" is required. With --source networkmanager (or networkmanager:IFACE), the \
+            scan list is NetworkManager's Wi-Fi access points instead, read from the system bus \
+            (DBUS_SYSTEM_BUS_ADDRESS, else the standard one). With --watch, the scan list is read \
+            and filtered again every 5 seconds (as a watched scan list is), and the table \
+            printed when it changes.
 
-            Exit status: 0, or 2 for usage errors, an unreadable scan list and scripts that fail to load.
+            Exit status: 0, 1 when NetworkManager gives no scan list within 5 seconds, or 2 for \
+            usage errors, an unreadable scan list and scripts that fail to load.
             """)
 
     @Option(name: .long, help: ArgumentHelp("A venue script, or a directory of *.lua scripts.", valueName: "path"))
     var scripts = "Scripts"
 
     @Option(name: .customLong("scan-list"), help: ArgumentHelp("The scan list, a JSON file.", valueName: "file"))
-    var scanList: String
+    var scanList: String?
+
+    @Option(name: .customLong("source"),
+            help: ArgumentHelp("Where the scan list comes from instead: NetworkManager's Wi-Fi access points.", valueName: "networkmanager[:IFACE]"),
+            transform: { text in
+                do throws(NetworkSourceError) { return try NetworkSourceArgument.parse(text) } catch { throw ValidationError(error.description) }
+            })
+    var source: NetworkSourceArgument?
 
     @Option(help: ArgumentHelp("Venue credentials for cmd:secret: one [helper] section each, mode 0600.", valueName: "file"))
     var secrets: String?
@@ -34,9 +46,33 @@ struct Networks: AsyncParsableCommand {
     @Flag(help: "Filter the scan list again every 5 seconds until interrupted.")
     var watch = false
 
+    func validate() throws {
+        switch (scanList, source) {
+        case (nil, nil): throw ValidationError("give --scan-list FILE or --source networkmanager")
+        case (.some, .some): throw ValidationError("give --scan-list or --source, not both")
+        case (nil, .interface?): throw ValidationError("--source: only networkmanager (or networkmanager:IFACE) lists networks in range")
+        default: break
+        }
+    }
+
     func run() async throws {
         let output = EventOutput(json: false)
-        var networks = try readScanList(output)
+        let first: [NetworkDescription]
+        let current: @Sendable () async -> [NetworkDescription]
+        var following: NetworkManagerScanList?
+        if case .networkManager(let interface)? = source {
+            let scanned = NetworkManagerScanList(interface: interface, output: output)
+            guard let list = await scanned.first(within: watch ? nil : .seconds(5)) else {
+                output.fail("NetworkManager gave no scan list within 5 seconds")
+                throw ExitCode(1)
+            }
+            (first, current, following) = (list, { scanned.latest }, scanned)
+        } else {
+            let path = scanList ?? ""
+            let list = try readScanList(path, output)
+            (first, current) = (list, { (try? readScanList(path, nil)) ?? list })
+        }
+        defer { following?.stop() }
         let loaded = try await LoadedHelpers.load(scripts, output: output)
         defer { loaded.engine.shutdown() }
         let loadedSecrets = try LoadedHelpers.secrets(at: secrets, output: output)
@@ -46,14 +82,12 @@ struct Networks: AsyncParsableCommand {
             if case .command(let answered) = event, answered.result == .failure { output.write(event) }
         }
         guard watch else {
-            output.line(table(networks, await runtime.filterScanList(networks)))
+            output.line(table(first, await runtime.filterScanList(first)))
             return
         }
         var shown: String?
-        let first = networks
-        for await claims in runtime.watchScanList(scanList: { (try? readScanList(nil)) ?? first }) {
-            networks = (try? readScanList(nil)) ?? networks
-            let text = table(networks, claims)
+        for await claims in runtime.watchScanList(scanList: current) {
+            let text = table(await current(), claims)
             if text != shown { output.line(text + "\n") }
             shown = text
         }
@@ -71,7 +105,7 @@ struct Networks: AsyncParsableCommand {
     }
 
     /// The scan list, or (with an output to report to) exit 2 saying what is wrong with it.
-    func readScanList(_ output: EventOutput?) throws -> [NetworkDescription] {
+    func readScanList(_ scanList: String, _ output: EventOutput?) throws -> [NetworkDescription] {
         func fail(_ problem: String) -> any Error {
             output?.fail("--scan-list \(scanList): \(problem)")
             return ExitCode(2)
@@ -105,4 +139,55 @@ struct Networks: AsyncParsableCommand {
                                       signalStrength: signalStrength, isSecure: isSecure)
         }
     }
+}
+
+/// NetworkManager's Wi-Fi access points, followed as they change.
+private final class NetworkManagerScanList: Sendable {
+    private struct State {
+        var latest: [NetworkDescription]?
+        /// Waiting for the first list.
+        var waiting: CheckedContinuation<[NetworkDescription]?, Never>?
+    }
+
+    private let source: NetworkManagerSource
+    private let state = PlainLock(State())
+
+    init(interface: String?, output: EventOutput) {
+        source = NetworkManagerSource(interface: interface, isSecretAgent: false)
+        let events = source.start()
+        Task {
+            for await event in events {
+                switch event {
+                case .scanList(let list):
+                    self.state.withLock { state in
+                        state.latest = list
+                        return state.waiting.take()
+                    }?.resume(returning: list)
+                case .note(let level, let message) where level == .warn || level == .error:
+                    output.write(.log(level, message))
+                default:
+                    break
+                }
+            }
+            self.state.withLock { $0.waiting.take() }?.resume(returning: nil)  // stopped before any came
+        }
+    }
+
+    var latest: [NetworkDescription] { state.withLock { $0.latest ?? [] } }
+
+    /// The first scan list; nil when none came within `timeout` (nil: as long as it takes).
+    func first(within timeout: Duration?) async -> [NetworkDescription]? {
+        let source = source
+        let giveUp = timeout.map { timeout in Task { try? await Task.sleep(for: timeout); if !Task.isCancelled { source.stop() } } }
+        defer { giveUp?.cancel() }
+        return await withCheckedContinuation { continuation in
+            let arrived: [NetworkDescription]? = state.withLock { state in
+                if state.latest == nil { state.waiting = continuation }
+                return state.latest
+            }
+            if let arrived { continuation.resume(returning: arrived) }
+        }
+    }
+
+    func stop() { source.stop() }
 }

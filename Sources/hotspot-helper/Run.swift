@@ -19,7 +19,18 @@ struct Run: AsyncParsableCommand {
             Each --source interface:IFACE:SSID treats an interface as a joined Wi-Fi network: \
             the daemon joins it (evaluate across the helpers, authenticate), runs maintain every \
             --maintain-interval, authenticates again when a helper says so, leaves the network \
-            when the interface goes down and joins it again when it comes back up.
+            when the interface goes down and joins it again when it comes back up (the kernel \
+            says so at once).
+
+            --source networkmanager follows NetworkManager on the system bus \
+            (DBUS_SYSTEM_BUS_ADDRESS, else the standard one): a device it activates is joined \
+            (a Wi-Fi network by its SSID, any other by its connection's name), with its \
+            interface, name servers and DHCP option 114; a deactivated one is left. Its own \
+            connectivity check replaces the daemon's probes: a network it finds behind a \
+            portal again is maintained at once. Helpers see its Wi-Fi scan list in \
+            filter_scan_list, and a password a helper supplies there is given to NetworkManager \
+            when it asks for that network's (the daemon is its secret agent). \
+            networkmanager:IFACE follows one device only.
 
             Scripts are read again on SIGHUP, and whenever one changes with --watch; a script \
             that no longer loads keeps its last good version running. SIGTERM and SIGINT stop \
@@ -37,9 +48,10 @@ struct Run: AsyncParsableCommand {
             credential `secrets` (LoadCredential=secrets:PATH) when there is one. \
             --metrics-listen serves Prometheus metrics at /metrics.
 
-            Example:
+            Examples:
               hotspot-helper run --scripts /etc/hotspot-helper/scripts \\
                 --source interface:wlan0:Aroma-Guest --secrets /etc/hotspot-helper/secrets --watch
+              hotspot-helper run --scripts /etc/hotspot-helper/scripts --source networkmanager
 
             Exit status: 0 after SIGTERM or SIGINT, 2 for usage errors, no loadable script, an \
             unusable state directory, or another daemon on the same state directory.
@@ -49,12 +61,12 @@ struct Run: AsyncParsableCommand {
     var scripts: String
 
     @Option(name: .customLong("source"),
-            help: ArgumentHelp("A network to keep: an interface treated as a joined Wi-Fi network; repeatable.",
-                               valueName: "interface:IFACE:SSID"),
+            help: ArgumentHelp("Where networks come from: an interface treated as a joined Wi-Fi network, or NetworkManager; repeatable.",
+                               valueName: "interface:IFACE:SSID|networkmanager[:IFACE]"),
             transform: { text in
-                do throws(HotspotDaemon.SourceError) { return try HotspotDaemon.Source.parse(text) } catch { throw ValidationError(error.description) }
+                do throws(NetworkSourceError) { return try NetworkSourceArgument.parse(text) } catch { throw ValidationError(error.description) }
             })
-    var sources: [HotspotDaemon.Source]
+    var sources: [NetworkSourceArgument]
 
     @Option(name: .customLong("state-dir"), help: ArgumentHelp("Where state and the control socket are kept.", valueName: "dir"))
     var stateDirectory = "/var/lib/hotspot-helper"
@@ -92,7 +104,7 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var captivePortalAPI: CaptivePortalAPIOptions
 
     @Option(name: .customLong("probe-interval"), parsing: .unconditional,
-            help: ArgumentHelp("Seconds between connectivity checks of each network, 0.01 to 86400 (0: none); a network captive again is maintained at once.",
+            help: ArgumentHelp("Seconds between connectivity checks of each network, 0.01 to 86400 (0: none), but NetworkManager's, which it checks itself; a network captive again is maintained at once.",
                                valueName: "seconds"),
             transform: Seconds.within(0.01...Seconds.day, offAtZero: true))
     var probeInterval = Seconds(10)
@@ -105,14 +117,26 @@ struct Run: AsyncParsableCommand {
 
     func validate() throws {
         guard !sources.isEmpty else {
-            throw ValidationError("give at least one --source interface:IFACE:SSID, such as --source interface:wlan0:Aroma-Guest")
+            throw ValidationError("give at least one --source, such as --source interface:wlan0:Aroma-Guest or --source networkmanager")
         }
         if let controlGroup, ControlServer.groupID(named: controlGroup) == nil {
             throw ValidationError("--control-group: no group called \"\(controlGroup)\" (see /etc/group; `groupadd \(controlGroup)` makes one)")
         }
-        var seen: Set<String> = []
+        var ssids: Set<String> = []
+        var interfaces: Set<String> = []
         for source in sources {
-            guard seen.insert(source.ssid).inserted else { throw ValidationError("--source: the SSID \(source.ssid) is given twice") }
+            switch source {
+            case .interface(let interface, let ssid):
+                guard ssids.insert(ssid).inserted else { throw ValidationError("--source: the SSID \(ssid) is given twice") }
+                guard interfaces.insert(interface).inserted else { throw ValidationError("--source: the interface \(interface) is given twice") }
+            case .networkManager(let interface):
+                guard sources.filter({ if case .networkManager = $0 { true } else { false } }).count == 1 || interface != nil else {
+                    throw ValidationError("--source networkmanager follows every device already; give it alone, or networkmanager:IFACE for each")
+                }
+                if let interface, !interfaces.insert(interface).inserted {
+                    throw ValidationError("--source: the interface \(interface) is given twice")
+                }
+            }
         }
     }
 
@@ -149,15 +173,20 @@ struct Run: AsyncParsableCommand {
         if configuration.verifyAuthentication || probeInterval.value > 0 { BoundHTTPClient.loadLibraryInBackground() }
         let runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: persistence,
                                      configuration: configuration, events: emit)
-        let networks = sources.map { source in
-            let api = captivePortalAPI.uri(interface: source.interface)
-            if let note = api.note { emit(.log(.info, note, network: source.ssid)) }
-            return NetworkDescription(ssid: source.ssid, interface: source.interface, resolvers: resolverOptions.resolvers,
-                                      probeURLs: keeping.probes.map(\.text), captivePortalAPI: api.uri)
+        let networkSources: [any NetworkSource] = sources.map { source in
+            switch source {
+            case .interface(let interface, let ssid):
+                // A configured Captive Portal API URI is not looked for in the leases.
+                InterfaceSource(interface: interface, ssid: ssid, discoveringCaptivePortalAPIIn: captivePortalAPI.url == nil ? .system : nil)
+            case .networkManager(let interface):
+                NetworkManagerSource(interface: interface)
+            }
         }
+        let overrides = NetworkOverrides(resolvers: resolverOptions.resolvers, probeURLs: keeping.probes.map(\.text),
+                                         captivePortalAPI: captivePortalAPI.url)
         let connectivity = probeInterval.value > 0 ? ConnectivityMonitor.Settings(interval: probeInterval.duration) : nil
-        let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, networks: networks, connectivity: connectivity,
-                                   activity: activity, events: emit)
+        let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, sources: networkSources, overrides: overrides,
+                                   connectivity: connectivity, activity: activity, events: emit)
         emit(.reload(ReloadEvent(reason: "started", firstLoad)))
 
         let control: ControlServer
@@ -191,7 +220,7 @@ struct Run: AsyncParsableCommand {
         }
         defer { reloads.cancel() }
 
-        let sourceList = networks.map { "\($0.ssid) on \($0.interface ?? "?")" }.joined(separator: ", ")
+        let sourceList = sources.map(\.description).joined(separator: ", ")
         let metricsNote = metricsResponder.map { "; metrics at http://\($0.address)/metrics" } ?? ""
         emit(.log(.info, "running \(helpers.count) helper\(helpers.count == 1 ? "" : "s") for \(sourceList); control socket \(control.path)\(metricsNote)"))
         // The first joins run beside the signals, so a stop or a reload need not wait for them

@@ -6,9 +6,8 @@ import TestSupport
 @testable import HotspotSystem
 
 /// sd-bus through `SystemBus`, on a dbus-daemon of the test's own: values of every type go out
-/// and come back as they were, and errors arrive with their D-Bus names. The bus is the
-/// process's (DBUS_SYSTEM_BUS_ADDRESS), so these tests run one at a time.
-@Suite("The system bus through sd-bus", .serialized, .enabled(if: PrivateBus.unavailableReason == nil, "\(PrivateBus.unavailableReason ?? "")"))
+/// and come back as they were, and errors arrive with their D-Bus names.
+@Suite("The system bus through sd-bus", .enabled(if: PrivateBus.unavailableReason == nil, "\(PrivateBus.unavailableReason ?? "")"))
 struct SystemBusTests {
     /// A connection of its own, on a thread of its own, that answers every call to /echo with
     /// the values it was sent, under the name `test.Echo`.
@@ -16,13 +15,13 @@ struct SystemBusTests {
         private let stopped = Atomic(false)
         private let done = DispatchSemaphore(value: 0)
 
-        init() throws {
+        init(bus address: String) throws {
             let ready = DispatchSemaphore(value: 0)
             let failure = PlainLock<String?>(nil)
             Thread { [self] in
                 defer { done.signal() }
                 do {
-                    let bus = try SystemBus()
+                    let bus = try SystemBus(address: address)
                     try bus.addObject(at: "/echo") { [unowned bus] call in
                         guard call.member == "Echo", let values = try? call.values() else { return false }
                         try? bus.reply(to: call, values)
@@ -53,10 +52,9 @@ struct SystemBusTests {
 
     @Test func valuesOfEveryTypeComeBackAsTheyWent() throws {
         let bus = try PrivateBus()
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", bus.address, 1)
-        let echo = try EchoService()
+        let echo = try EchoService(bus: bus.address)
         defer { echo.stop() }
-        let client = try SystemBus()
+        let client = try SystemBus(address: bus.address)
         let values: [BusValue] = [
             .byte(0xff), .boolean(true), .int16(-2), .uint16(3), .int32(-4), .uint32(5), .int64(-6), .uint64(7), .double(1.5),
             .string("Café"), .objectPath("/org/example/1"), .signature("a{sv}"),
@@ -72,10 +70,9 @@ struct SystemBusTests {
 
     @Test func errorsArriveWithTheirNames() throws {
         let bus = try PrivateBus()
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", bus.address, 1)
-        let echo = try EchoService()
+        let echo = try EchoService(bus: bus.address)
         defer { echo.stop() }
-        let client = try SystemBus()
+        let client = try SystemBus(address: bus.address)
         #expect { try client.call("test.Echo", "/echo", "test.Echo", "Shout") } throws: { error in
             (error as? BusError)?.name == "org.freedesktop.DBus.Error.UnknownMethod"
         }
@@ -88,9 +85,9 @@ struct SystemBusTests {
     }
 
     @Test func noBusIsAClearError() throws {
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=\(scratchPath("no-bus"))/bus.sock", 1)
-        #expect { try SystemBus() } throws: { error in
-            "\(error)" == "cannot connect to the system bus: No such file or directory"
+        let nowhere = "unix:path=\(scratchPath("no-bus"))/bus.sock"
+        #expect { try SystemBus(address: nowhere) } throws: { error in
+            "\(error)" == "cannot connect to \(nowhere): No such file or directory"
         }
     }
 }

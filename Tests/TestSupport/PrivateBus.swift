@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 
 /// A dbus-daemon of the test's own, configured as a system bus that every local user may use
 /// and own names on: what `DBUS_SYSTEM_BUS_ADDRESS` points the code under test to, so no test
@@ -6,8 +7,8 @@ import Foundation
 public final class PrivateBus: Sendable {
     /// `unix:path=...`, for DBUS_SYSTEM_BUS_ADDRESS.
     public let address: String
-    private let process: BackgroundProcess
     private let directory: String
+    private let process = PlainLock<BackgroundProcess?>(nil)
 
     /// Why a private bus cannot run here, or nil when it can.
     public static let unavailableReason: String? = FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon")
@@ -21,16 +22,29 @@ public final class PrivateBus: Sendable {
             <policy context="default"><allow user="*"/><allow own="*"/><allow send_destination="*" eavesdrop="true"/>
             <allow receive_sender="*"/><allow eavesdrop="true"/></policy></busconfig>
             """.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
-        process = try BackgroundProcess("/usr/bin/dbus-daemon", ["--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile"])
+        try start()
+    }
+
+    /// Starts the bus, once it was stopped, at the same address: a bus restarted, as the
+    /// programs on it see it.
+    public func start() throws {
+        unlink(directory + "/bus.sock")  // a bus killed leaves its socket behind
+        let started = try BackgroundProcess("/usr/bin/dbus-daemon", ["--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile"])
+        process.withLock { $0 = started }
         let socket = directory + "/bus.sock"
         let end = ContinuousClock.now + .seconds(10)
         while !FileManager.default.fileExists(atPath: socket) {
-            guard process.isRunning, ContinuousClock.now < end else {
-                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "dbus-daemon did not start: \(process.output)"])
+            guard started.isRunning, ContinuousClock.now < end else {
+                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "dbus-daemon did not start: \(started.output)"])
             }
             usleep(10_000)
         }
     }
 
-    deinit { process.stop() }
+    /// Stops the bus: every connection to it ends.
+    public func stop() {
+        process.withLock { $0.take() }?.stop()
+    }
+
+    deinit { stop() }
 }

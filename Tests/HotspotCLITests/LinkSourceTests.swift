@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `run --source interface:IFACE:SSID` follows the kernel's link news (rtnetlink), so a link
+/// that is down for one second, which a check every 2 s could miss, is a leave and a join.
+@Suite("Sources of networks")
+struct LinkSourceTests {
+    static let quick = """
+        return {
+          name = "Quick",
+          hosts = {},
+          evaluate = function(cmd) return "none" end,
+        }
+        """
+
+    @Test(.enabled(if: TwoNetworks.unavailableReason == nil, "needs root and network namespaces"))
+    func aLinkDownForOneSecondIsALeaveAndAJoin() async throws {
+        let namespace = "hh\(getpid() % 100_000)f"
+        #expect(try TwoNetworks.shell("ip netns add \(namespace) && ip -n \(namespace) link add flap0 type veth peer name flap1 "
+                                      + "&& ip -n \(namespace) link set flap1 up && ip -n \(namespace) link set flap0 up") == 0)
+        defer { _ = try? TwoNetworks.shell("ip netns del \(namespace)") }
+        let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": Self.quick])
+        let daemon = try RunningCLI(["ip", "netns", "exec", namespace, CLI.path, "run", "--json", "--scripts", scripts,
+                                     "--source", "interface:flap0:Flap-Cafe", "--state-dir", try CLI.temporaryDirectory(),
+                                     "--probe-interval", "0"],
+                                    executable: "/usr/bin/env")
+        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Flap-Cafe"))
+        let flapped = try await onOwnThread {
+            try TwoNetworks.shell("ip -n \(namespace) link set flap0 down && sleep 1 && ip -n \(namespace) link set flap0 up")
+        }
+        #expect(flapped == 0)
+        try await daemon.waitForEvent(count: 2, DaemonTests.isState("authenticated", "Flap-Cafe"))
+        let story = daemon.events.compactMap { event -> String? in
+            if event["event"] as? String == "state" { return "state \(event["to"] as? String ?? "")" }
+            return event["network"] as? String == "Flap-Cafe" ? event["message"] as? String : nil
+        }
+        #expect(story == ["flap0 is up", "state evaluating", "state authenticated", "flap0 is down: leaving", "state inactive",
+                          "flap0 is up: joining", "state evaluating", "state authenticated"])
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
+    @Test func sourcesThatOverlapAreRefused() async throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": Self.quick])
+        let refusals = [
+            (["--source", "networkmanager", "--source", "networkmanager:wlan0"],
+             "--source networkmanager follows every device already; give it alone, or networkmanager:IFACE for each"),
+            (["--source", "interface:lo:Cafe", "--source", "networkmanager:lo"], "--source: the interface lo is given twice"),
+            (["--source", "interface:lo:Cafe", "--source", "interface:lo:Other"], "--source: the interface lo is given twice"),
+            (["--source", "networkmanager:"], "networkmanager:IFACE needs the interface, such as networkmanager:wlan0"),
+        ]
+        for (sources, message) in refusals {
+            let run = try await CLI.run(["run", "--scripts", scripts] + sources)
+            #expect(run.status == 2)
+            #expect(run.errors.contains(message), "\(run.errors)")
+        }
+    }
+}

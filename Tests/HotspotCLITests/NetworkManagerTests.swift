@@ -1,0 +1,218 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// A real NetworkManager, run as it runs on these machines (no Wi-Fi, no udev): in a
+/// network namespace of its own (the client), with a private system bus, managing one end of a
+/// veth pair; the other end's namespace (the venue) has dnsmasq for DHCP (option 114 too) and
+/// DNS, and the portal simulator at 198.18.0.1:80, which also answers NetworkManager's
+/// connectivity check (204 once logged in, a redirect before). NetworkManager uses dhclient,
+/// the one DHCP client of its that shows option 114. Everything is stopped by its process id
+/// and the namespaces deleted when the testbed is dropped.
+final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, torn down in deinit
+    let prefix = "hn\(getpid() % 100_000)"
+    var client: String { prefix + "-cli" }
+    var venue: String { prefix + "-srv" }
+    var interface: String { prefix + "c0" }
+    let directory: String
+    let bus: PrivateBus
+    private var services: [BackgroundProcess] = []
+    private var networkManager: BackgroundProcess?
+
+    static let unavailableReason: String? = {
+        guard getuid() == 0 else { return "a real NetworkManager needs root (network namespaces, mounts); CI runs these tests as root" }
+        let tools = ["/usr/sbin/NetworkManager": "network-manager", "/usr/sbin/dnsmasq": "dnsmasq-base", "/sbin/dhclient": "isc-dhcp-client",
+                     "/usr/bin/nmcli": "network-manager", "/usr/bin/dbus-daemon": "dbus"]
+        for (tool, package) in tools.sorted(by: { $0.key < $1.key }) where !FileManager.default.isExecutableFile(atPath: tool) {
+            return "needs \(tool) (Debian's \(package); `make test` installs it)"
+        }
+        return TwoNetworks.unavailableReason
+    }()
+
+    init(portalScenario: String = "click-through") throws {
+        directory = try scratchDirectory("networkmanager")
+        bus = try PrivateBus()
+        for folder in ["run", "varlib", "etc", "connections", "conf.d", "sysconf.d"] {
+            try FileManager.default.createDirectory(atPath: "\(directory)/\(folder)", withIntermediateDirectories: true)
+        }
+        try """
+            [main]
+            plugins=keyfile
+            dns=none
+            rc-manager=unmanaged
+            hostname-mode=none
+            auth-polkit=false
+            dhcp=dhclient
+            no-auto-default=*
+            [keyfile]
+            path=\(directory)/connections
+            unmanaged-devices=except:interface-name:\(interface)
+            [connectivity]
+            uri=http://198.18.0.1/generate_204
+            response=
+            interval=5
+            """.write(toFile: "\(directory)/NetworkManager.conf", atomically: true, encoding: .utf8)
+        // What a user puts in NetworkManager's dhclient.conf for option 114 (docs/GETTING-STARTED.md).
+        try "also request default-url;\n".write(toFile: "\(directory)/etc/dhclient.conf", atomically: true, encoding: .utf8)
+        let profile = "\(directory)/connections/aroma.nmconnection"
+        try """
+            [connection]
+            id=Aroma-Guest
+            type=ethernet
+            interface-name=\(interface)
+            [ipv4]
+            method=auto
+            [ipv6]
+            method=disabled
+            """.write(toFile: profile, atomically: true, encoding: .utf8)
+        chmod(profile, 0o600)
+        try """
+            interface=\(prefix)s0
+            bind-interfaces
+            no-resolv
+            no-hosts
+            no-ping
+            dhcp-range=198.18.0.100,198.18.0.150,255.255.255.0,2m
+            dhcp-option=option:router,198.18.0.1
+            dhcp-option=option:dns-server,198.18.0.1
+            dhcp-option=114,"https://portal.example.test/api/captive"
+            address=/#/198.18.0.1
+            dhcp-leasefile=\(directory)/dnsmasq.leases
+            """.write(toFile: "\(directory)/dnsmasq.conf", atomically: true, encoding: .utf8)
+        let setup = """
+            set -e
+            ip netns add \(venue); ip netns add \(client)
+            ip link add \(prefix)s0 netns \(venue) type veth peer name \(interface) netns \(client)
+            ip -n \(venue) addr add 198.18.0.1/24 dev \(prefix)s0
+            ip -n \(venue) link set lo up; ip -n \(venue) link set \(prefix)s0 up
+            ip -n \(client) link set lo up; ip -n \(client) link set \(interface) up
+            """
+        guard try TwoNetworks.shell(setup) == 0 else {
+            removeNamespaces()
+            throw CocoaError(.featureUnsupported, userInfo: [NSLocalizedDescriptionKey: "cannot make the namespaces"])
+        }
+        // The portal first: a connectivity check that finds nothing listening says LIMITED.
+        let portal = try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", venue, CLI.path, "simulate", "--scenario", portalScenario,
+                                                            "--host", "198.18.0.1", "--port", "80"])
+        services.append(portal)
+        try Self.wait("the portal simulator listens") { portal.output.contains("http://198.18.0.1:80/") }
+        services.append(try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", venue, "/usr/sbin/dnsmasq", "--keep-in-foreground",
+                                                               "--conf-file=\(directory)/dnsmasq.conf", "--pid-file=\(directory)/dnsmasq.pid"]))
+    }
+
+    /// Starts NetworkManager in the client namespace, where /sys is mounted read-only (else it
+    /// waits for udev and leaves the device unmanaged) and its state directories are the
+    /// testbed's. A second start finds what the first left, as a restarted NetworkManager does.
+    func startNetworkManager() throws {
+        let script = """
+            mount -o remount,bind,ro /sys
+            mkdir -p /run/NetworkManager
+            mount --bind \(directory)/run /run/NetworkManager
+            mount --bind \(directory)/varlib /var/lib/NetworkManager
+            mount --bind \(directory)/etc /etc/NetworkManager
+            exec /usr/sbin/NetworkManager --no-daemon --config=\(directory)/NetworkManager.conf --config-dir=\(directory)/conf.d \
+              --system-config-dir=\(directory)/sysconf.d --intern-config=\(directory)/varlib/intern.conf \
+              --state-file=\(directory)/varlib/NetworkManager.state --pid-file=\(directory)/run/nm.pid
+            """
+        networkManager = try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", client, "/bin/sh", "-c", script],
+                                               environment: ["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)"])
+    }
+
+    /// Stops NetworkManager with SIGTERM, as a service manager does.
+    func stopNetworkManager() {
+        networkManager?.stop()
+        networkManager = nil
+    }
+
+    /// `nmcli` on the testbed's bus.
+    func nmcli(_ arguments: [String]) async throws -> CLI.Run {
+        try await CLI.run(["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)", "/usr/bin/nmcli"] + arguments, executable: "/usr/bin/env")
+    }
+
+    /// `hotspot-helper run --source networkmanager` in the client namespace, on the testbed's bus.
+    func daemon(_ arguments: [String]) throws -> RunningCLI {
+        try RunningCLI(["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)", "/usr/sbin/ip", "netns", "exec", client, CLI.path, "run", "--json",
+                        "--source", "networkmanager"] + arguments, executable: "/usr/bin/env")
+    }
+
+    private static func wait(_ what: String, _ condition: () -> Bool) throws {
+        let end = ContinuousClock.now + .seconds(20)
+        while !condition() {
+            guard ContinuousClock.now < end else { throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "gave up waiting: \(what)"]) }
+            usleep(20_000)
+        }
+    }
+
+    private func removeNamespaces() {
+        // dhclient outlives the NetworkManager that started it: every process left in the
+        // namespaces is stopped by its id before they go.
+        _ = try? TwoNetworks.shell("""
+            for ns in \(client) \(venue); do for pid in $(ip netns pids $ns 2>/dev/null); do kill -9 $pid; done; done
+            for ns in \(client) \(venue); do ip netns del $ns 2>/dev/null; done; true
+            """)
+    }
+
+    deinit {
+        stopNetworkManager()
+        services.forEach { $0.stop() }
+        removeNamespaces()
+    }
+}
+
+@Suite("run --source networkmanager, with a real NetworkManager", .serialized,
+       .enabled(if: NetworkManagerTestbed.unavailableReason == nil, "\(NetworkManagerTestbed.unavailableReason ?? "")"))
+struct NetworkManagerTests {
+    static func isMessage(_ text: String) -> ([String: Any]) -> Bool {
+        { ($0["message"] as? String)?.contains(text) == true }
+    }
+
+    /// NetworkManager activates the venue's network: the daemon joins it (the connection's
+    /// name for the SSID), evaluates, authenticates and is authenticated, with the network's
+    /// Captive Portal API URI from DHCP option 114. Deactivated, it is left; activated again,
+    /// joined; NetworkManager stopped and started, the daemon reads it again and the network
+    /// stays as it was.
+    @Test func followsActivationDeactivationAndARestartOfNetworkManager() async throws {
+        let testbed = try NetworkManagerTestbed()
+        let scripts = try CLI.temporaryDirectory()
+        try FileManager.default.copyItem(atPath: DaemonTests.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
+        let daemon = try testbed.daemon(["--scripts", scripts, "--state-dir", try CLI.temporaryDirectory(),
+                                         "--probe-url", "http://198.18.0.1/generate_204"])
+        try await daemon.waitForEvent(Self.isMessage("NetworkManager is not on the system bus; its devices are followed once it is"))
+
+        try testbed.startNetworkManager()
+        try await daemon.waitForEvent(Self.isMessage("NetworkManager is on the system bus: reading its devices"))
+        try await daemon.waitForEvent(Self.isMessage("NetworkManager has \(testbed.interface) on Aroma-Guest"))
+        try await daemon.waitForEvent(DaemonTests.isCommand("evaluate"))
+        try await daemon.waitForEvent(DaemonTests.isCommand("authenticate"))
+        try await daemon.waitForEvent(DaemonTests.isState("authenticated"))
+        // Option 114 reached the network: the runtime reads the API it names after the login.
+        try await daemon.waitForEvent(Self.isMessage("the Captive Portal API at https://portal.example.test/api/captive"))
+        // NetworkManager's own check, once it runs again, finds the network open.
+        try await daemon.waitForEvent { $0["event"] as? String == "connectivity" && $0["verdict"] as? String == "connected" && $0["helper"] is NSNull }
+
+        let down = try await testbed.nmcli(["connection", "down", "Aroma-Guest"])
+        #expect(down.status == 0, "\(down.errors)")
+        try await daemon.waitForEvent(Self.isMessage("NetworkManager deactivated \(testbed.interface)"))
+        try await daemon.waitForEvent(DaemonTests.isState("inactive"))
+
+        let up = try await testbed.nmcli(["connection", "up", "Aroma-Guest"])
+        #expect(up.status == 0, "\(up.errors)")
+        try await daemon.waitForEvent(count: 2, DaemonTests.isState("authenticated"))
+        #expect(daemon.events.filter(DaemonTests.isCommand("maintain")).count == 1, "joined again: the cached helper maintains")
+
+        let statesBefore = daemon.events.filter { $0["event"] as? String == "state" }.count
+        testbed.stopNetworkManager()
+        try await daemon.waitForEvent(Self.isMessage("NetworkManager left the system bus; its networks stay as they were until it is back"))
+        try testbed.startNetworkManager()
+        try await daemon.waitForEvent(count: 2, Self.isMessage("NetworkManager is on the system bus: reading its devices"))
+        try await Task.sleep(for: .seconds(3))  // longer than a device may be missing before its network is left
+        #expect(daemon.events.filter { $0["event"] as? String == "state" }.count == statesBefore,
+                "NetworkManager's restart is not a leave and a join: \(daemon.events.suffix(8))")
+
+        // Followed again after the restart: a deactivation is still a leave.
+        #expect(try await testbed.nmcli(["connection", "down", "Aroma-Guest"]).status == 0)
+        try await daemon.waitForEvent(count: 2, DaemonTests.isState("inactive"))
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+}
