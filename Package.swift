@@ -1,6 +1,9 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+/// libxml2's headers (Debian's libxml2-dev), for `CLibXML2` and the Swift that reads its types.
+let libxml2Headers = "/usr/include/libxml2"
+
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
@@ -49,9 +52,13 @@ let package = Package(
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // libcurl, opened on first use (dlopen), and its variadic setters, which Swift cannot call.
         .target(name: "CCurl"),
-        // libxml2's tolerant HTML parser and OpenSSL's digests, for the script libraries.
-        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
-        .systemLibrary(name: "COpenSSLCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // libxml2's tolerant HTML parser, opened on first use (dlopen), as libcurl is: linked, it
+        // and the ICU it brings were loaded into every process at its start. Its headers' folder
+        // is named here, as `pkg-config --cflags libxml-2.0` gives it on Debian: pkg-config
+        // would also link the library.
+        .target(name: "CLibXML2", cSettings: [.unsafeFlags(["-I" + libxml2Headers])]),
+        // OpenSSL's digests, for the script libraries, also opened on first use.
+        .target(name: "COpenSSLCrypto"),
         // The hotspot model and its state machine, with no I/O: helpers, persistence, the
         // network's checks and time are seams (protocols) that the runtime implements.
         .target(name: "HotspotCore", swiftSettings: swiftSettings),
@@ -64,7 +71,7 @@ let package = Package(
         // Host libraries for venue scripts (run inside the worker processes).
         .target(
             name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "ScriptContract", "CLibXML2", "COpenSSLCrypto"],
-            swiftSettings: swiftSettings),
+            swiftSettings: swiftSettings + [.unsafeFlags(["-Xcc", "-I" + libxml2Headers])]),
         // The OS glue: inotify (ScriptWatcher), the control socket (a Unix socket checked with
         // SO_PEERCRED), the platform's tools run to their end (Subprocess), DHCP option 114
         // from leases and nmcli (CaptivePortalAPIDiscovery); the sources of networks
