@@ -4,6 +4,10 @@ import PackageDescription
 /// libxml2's headers (Debian's libxml2-dev), for `CLibXML2` and the Swift that reads its types.
 let libxml2Headers = "/usr/include/libxml2"
 
+/// For the executables a device runs: lld, with relative relocations packed (DT_RELR). The
+/// loader then reads a few KiB where gold's table took a megabyte, resident in every process.
+let packedRelocations: [LinkerSetting] = [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]
+
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
@@ -116,7 +120,7 @@ let package = Package(
                 "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox", "ScriptLibraries",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: swiftSettings),
+            swiftSettings: swiftSettings, linkerSettings: packedRelocations),
         // demo, dev and simulate, with the portal simulator, which `hotspot-helper` runs for them
         // (execv, same arguments). Its engine's workers are `hotspot-helper` processes.
         .executableTarget(
@@ -136,7 +140,7 @@ let package = Package(
         .executableTarget(
             name: "hotspot-helper-web",
             dependencies: ["PersonPage", "Spawning", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            swiftSettings: swiftSettings),
+            swiftSettings: swiftSettings, linkerSettings: packedRelocations),
         // A small example of the engine on its own, without hotspots.
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // What several test targets share: waiting on conditions, blocking work off Swift
