@@ -11,7 +11,7 @@ SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lib
 # each on a dbus-daemon of the test's own.
 TEST_PACKAGES := chromium systemd prometheus dbus python3-dbusmock network-manager isc-dhcp-client dnsmasq-base
 
-.PHONY: all deps test-deps build release test demo bench check-sanitizers fuzz clean
+.PHONY: all deps test-deps build release test demo bench peer check-sanitizers fuzz clean
 
 all: build
 
@@ -56,9 +56,25 @@ release: deps
 
 # The bench is a package of its own (Benchmarks/), so `make test` does not build it; it
 # measures the executables `make release` leaves in .build/release.
-bench: release
+bench: release peer
 	$(SWIFT) build -c release --package-path Benchmarks
 	Benchmarks/.build/release/hotspot-bench
+
+# The peer the bench measures the login beside: captivity-cli from PyPI, in a virtual
+# environment of the bench's own (not a dependency of anything here). Its release is a source
+# package that also builds a Rust daemon, whose crates come from crates.io, which these
+# machines do not reach; the login and the simulator are Python only, so pip fetches the
+# release and installs what they import, and the bench runs them from the release's source.
+# Without it the bench's peer row says so, and the others run.
+PEER_ENV := Benchmarks/.build/peer-venv
+PEER_RELEASE := captivity-cli==3.2.1
+peer:
+	@test -f $(PEER_ENV)/src/captivity/cli.py || { \
+	  rm -rf $(PEER_ENV) && python3 -m venv $(PEER_ENV) && \
+	  $(PEER_ENV)/bin/pip install --quiet requests keyring && \
+	  $(PEER_ENV)/bin/pip download --quiet --no-deps --no-binary :all: --dest $(PEER_ENV)/release $(PEER_RELEASE) && \
+	  mkdir -p $(PEER_ENV)/src && tar -xzf $(PEER_ENV)/release/*.tar.gz -C $(PEER_ENV)/src --strip-components=2 --wildcards '*/src/captivity'; \
+	} || echo "captivity-cli could not be set up in $(PEER_ENV): the bench's peer row will say so"
 
 # Every suite under AddressSanitizer (and UndefinedBehaviorSanitizer for the C), then the
 # engine's, the core's and the runtime's under ThreadSanitizer; each in a build folder of its

@@ -1,6 +1,13 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+/// libxml2's headers (Debian's libxml2-dev), for `CLibXML2` and the Swift that reads its types.
+let libxml2Headers = "/usr/include/libxml2"
+
+/// For the executables a device runs: lld, with relative relocations packed (DT_RELR). The
+/// loader then reads a few KiB where gold's table took a megabyte, resident in every process.
+let packedRelocations: [LinkerSetting] = [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]
+
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
@@ -55,9 +62,13 @@ let package = Package(
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // libcurl, opened on first use (dlopen), and its variadic setters, which Swift cannot call.
         .target(name: "CCurl"),
-        // libxml2's tolerant HTML parser and OpenSSL's digests, for the script libraries.
-        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
-        .systemLibrary(name: "COpenSSLCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // libxml2's tolerant HTML parser, opened on first use (dlopen), as libcurl is: linked, it
+        // and the ICU it brings were loaded into every process at its start. Its headers' folder
+        // is named here, as `pkg-config --cflags libxml-2.0` gives it on Debian: pkg-config
+        // would also link the library.
+        .target(name: "CLibXML2", cSettings: [.unsafeFlags(["-I" + libxml2Headers])]),
+        // OpenSSL's digests, for the script libraries, also opened on first use.
+        .target(name: "COpenSSLCrypto"),
         // The hotspot model and its state machine, with no I/O: helpers, persistence, the
         // network's checks and time are seams (protocols) that the runtime implements.
         .target(name: "HotspotCore", swiftSettings: swiftSettings),
@@ -70,7 +81,7 @@ let package = Package(
         // Host libraries for venue scripts (run inside the worker processes).
         .target(
             name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "ScriptContract", "CLibXML2", "COpenSSLCrypto", "Locking"],
-            swiftSettings: swiftSettings),
+            swiftSettings: swiftSettings + [.unsafeFlags(["-Xcc", "-I" + libxml2Headers])]),
         // libsystemd's sd-bus, Debian's libsystemd-dev: D-Bus for the NetworkManager source.
         // Swift cannot call its variadic functions; the non-variadic ones do everything needed.
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
@@ -125,7 +136,7 @@ let package = Package(
                 "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox", "ScriptLibraries",
                 "HotspotMetrics", "Locking", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: swiftSettings),
+            swiftSettings: swiftSettings, linkerSettings: packedRelocations),
         // demo, dev and simulate, with the portal simulator, which `hotspot-helper` runs for them
         // (execv, same arguments). Its engine's workers are `hotspot-helper` processes.
         .executableTarget(
@@ -145,7 +156,7 @@ let package = Package(
         .executableTarget(
             name: "hotspot-helper-web",
             dependencies: ["PersonPage", "Spawning", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            swiftSettings: swiftSettings),
+            swiftSettings: swiftSettings, linkerSettings: packedRelocations),
         // A small example of the engine on its own, without hotspots.
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // What several test targets share: waiting on conditions, blocking work off Swift

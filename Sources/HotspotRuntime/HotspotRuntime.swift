@@ -76,13 +76,16 @@ extension HotspotMachine where Transport == ScriptTransport {
     /// The state directory: what the machine remembers and the helpers' stores.
     public nonisolated var stateDirectory: StateDirectory { transport.stateDirectory }
 
+    /// The executable of the helpers' workers: `hotspot-helper`, beside the running one.
+    public static var workerExecutable: String { LuaEngine.Configuration.executableBesideCurrent(named: "hotspot-helper") }
+
     /// The engine configuration helpers need: the worker with the script libraries (the
     /// `hotspot-helper` executable, which is its own worker), and the contract's prelude
     /// in every state. One worker by default: its scripts run in parallel on threads of
     /// their own anyway, and each further worker costs about 2 MiB (release build); more
     /// workers only narrow what a worker killed for an overrun interrupts.
     public static func engineConfiguration(
-        workerExecutable: String = LuaEngine.Configuration.executableBesideCurrent(named: "hotspot-helper"),
+        workerExecutable: String = workerExecutable,
         workerCount: Int = 1
     ) -> LuaEngine.Configuration {
         LuaEngine.Configuration(workerExecutable: workerExecutable, workerCount: workerCount,

@@ -26,7 +26,14 @@ package final class DirectoryOwner: Sendable {
             guard descriptor >= 0 else {
                 throw DirectoryOwnerError(description: "cannot open \(file): \(String(cString: strerror(errno)))")
             }
-            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            // A lock this process just let go of can stay held for a moment by a child it is
+            // starting (between fork and exec the child holds the descriptor): waited for.
+            var taken = flock(descriptor, LOCK_EX | LOCK_NB) == 0
+            for _ in 0..<100 where !taken && Self.recordedOwner(descriptor) == getpid() {
+                usleep(10_000)
+                taken = flock(descriptor, LOCK_EX | LOCK_NB) == 0
+            }
+            guard taken else {
                 let owner = Self.recordedOwner(descriptor)
                 close(descriptor)
                 throw DirectoryOwnerError(description: "the state directory \(directory) is in use by "

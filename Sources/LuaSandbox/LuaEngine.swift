@@ -210,6 +210,15 @@ public final class LuaEngine: Sendable {
     private let slots: [WorkerSlot]
     private let nextScriptID = Atomic<UInt32>(0)
 
+    /// Starts a worker of `executable` now, for the next engine of this process with that
+    /// executable to take instead of starting one. A command line that will make an engine
+    /// calls it first, so the worker starts while the command parses its arguments and reads
+    /// its scripts instead of after. A worker no engine takes ends with the process: it reads
+    /// end of file on its socket, as every worker of an ended supervisor does.
+    public static func startWorkerAhead(executable: String) {
+        WorkerProcess.startAhead(executable: executable)
+    }
+
     /// Starts the worker processes.
     public init(_ configuration: Configuration) throws(LuaEngineError) {
         guard configuration.workerCount >= 1 else { throw LuaEngineError("an engine needs at least one worker") }

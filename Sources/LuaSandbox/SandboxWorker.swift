@@ -17,7 +17,10 @@ public enum SandboxWorker {
     /// arguments, and then calls `run(modules:)`.
     public static var isLaunchedAsWorker: Bool { CommandLine.arguments.dropFirst().first == launchArgument }
 
-    public static func run(modules: [HostModule]) -> Never {
+    /// `started`, when given, runs once the worker has started all its threads, before it
+    /// reads its first frame: the place to start loading a library in the background, as a
+    /// thread created during a `dlopen` waits for it (glibc holds its TLS lock throughout).
+    public static func run(modules: [HostModule], started: (() -> Void)? = nil) -> Never {
         let arguments = CommandLine.arguments
         guard arguments.count == 3, arguments[1] == launchArgument, let parent = pid_t(arguments[2]) else {
             reportToStandardError("\(arguments.first ?? "worker"): this is a worker process for the Lua sandbox engine; the engine starts it, not a person.")
@@ -27,7 +30,12 @@ public enum SandboxWorker {
         _ = sbx_die_with_parent()
         guard getppid() == parent else { exit(0) }
         signal(SIGPIPE, SIG_IGN)
-        Worker(modules: modules).serve()
+        let worker = Worker(modules: modules)
+        if let started {
+            worker.scheduler.startThreads()
+            started()
+        }
+        worker.serve()
         exit(0)
     }
 }

@@ -111,6 +111,20 @@ final class ScriptScheduler: @unchecked Sendable {
     /// have stopped before they count its steps, since a sleep only hopes it has.
     package var idleWorkPending: Bool { locked { idleWorkDue || idleWorker } }
 
+    /// Starts every runner thread and the monitor now instead of when work first needs them,
+    /// for a process about to load a library in the background: glibc holds its TLS lock for
+    /// the whole of a `dlopen`, so a thread created meanwhile waits for the load.
+    func startThreads() {
+        let (runnersToStart, startsMonitor) = locked { () -> (Int, Bool) in
+            let missing = width - runners.count - starting
+            starting += missing
+            defer { monitorStarted = true }
+            return (missing, !monitorStarted)
+        }
+        if startsMonitor { startThread { $0.demoteLongJobs() } }
+        for _ in 0..<runnersToStart { startThread { $0.runJobs() } }
+    }
+
     /// Queues `job` behind the other jobs of `lane`.
     func enqueue(_ job: @escaping () -> Void, on lane: Lane) {
         precondition(lane.group >= 0 && lane.group < width, "a lane's group must be below the scheduler's width")

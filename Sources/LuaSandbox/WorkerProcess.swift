@@ -25,9 +25,20 @@ final class WorkerProcess: Sendable {
     /// *thread* that spawned it exits, not only the process: workers are spawned from one
     /// thread that lives as long as the process, never from a pool thread that may retire.
     static func spawn(executable: String) throws(LuaEngineError) -> WorkerProcess {
-        try SpawningThread.shared.run { () -> Result<WorkerProcess, LuaEngineError> in
+        if let started = startedAhead.withLock({ $0[executable]?.popLast() }) { return started }
+        return try SpawningThread.shared.run { () -> Result<WorkerProcess, LuaEngineError> in
             do throws(LuaEngineError) { return .success(try spawnHere(executable: executable)) } catch { return .failure(error) }
         }.get()
+    }
+
+    /// Workers started before an engine asked for them (`LuaEngine.startWorkerAhead`), by
+    /// executable, for the next spawns of that executable to take.
+    private static let startedAhead = PlainLock<[String: [WorkerProcess]]>([:])
+
+    static func startAhead(executable: String) {
+        // A worker that cannot start now will not start for the engine either, which says why.
+        guard let process = try? spawn(executable: executable) else { return }
+        startedAhead.withLock { $0[executable, default: []].append(process) }
     }
 
     private static func spawnHere(executable: String) throws(LuaEngineError) -> WorkerProcess {

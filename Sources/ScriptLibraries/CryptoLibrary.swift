@@ -6,26 +6,35 @@ public import LuaSandbox
 /// given `"raw"` as an extra last argument (portals sometimes base64 the raw digest).
 public enum CryptoLibrary {
     public static let module = HostModule("crypto", functions: [
-        ("md5", { call in try digest(call, EVP_md5()) }),
-        ("sha1", { call in try digest(call, EVP_sha1()) }),
-        ("sha256", { call in try digest(call, EVP_sha256()) }),
+        ("md5", { call in try digest(call, hh_digest_md5) }),
+        ("sha1", { call in try digest(call, hh_digest_sha1) }),
+        ("sha256", { call in try digest(call, hh_digest_sha256) }),
         ("hmac_sha256", { (call: borrowing HostCall) throws -> [LuaValue] in
+            try checkLoaded(call)
             let key = try call.bytes(0)
             let message = try call.bytes(1)
             let raw = try wantsRawBytes(call, at: 2)
             // OpenSSL 3 refuses a NULL key, which an empty array may hand over.
             let keyBytes = key.isEmpty ? [0] : key
             let mac = try output { buffer, size in
-                HMAC(EVP_sha256(), keyBytes, Int32(key.count), message, message.count, buffer, size) != nil
+                hh_crypto_hmac_sha256(keyBytes, Int32(key.count), message, message.count, buffer, size) == 1
             }
             return [.string(raw ? mac : hex(mac))]
         }),
     ])
 
-    private static func digest(_ call: borrowing HostCall, _ algorithm: OpaquePointer?) throws -> [LuaValue] {
+    /// Why libcrypto cannot be used, or nil once it is loaded (by the first call here).
+    private static let libcryptoFailure: String? = hh_crypto_load().map { String(cString: $0) }
+
+    private static func checkLoaded(_ call: borrowing HostCall) throws(HostError) {
+        if let libcryptoFailure { throw HostError("\(call.functionName): libcrypto is not usable: \(libcryptoFailure)") }
+    }
+
+    private static func digest(_ call: borrowing HostCall, _ algorithm: hh_digest) throws -> [LuaValue] {
+        try checkLoaded(call)
         let data = try call.bytes(0)
         let raw = try wantsRawBytes(call, at: 1)
-        let digest = try output { buffer, size in EVP_Digest(data, data.count, buffer, size, algorithm, nil) == 1 }
+        let digest = try output { buffer, size in hh_crypto_digest(algorithm, data, data.count, buffer, size) == 1 }
         return [.string(raw ? digest : hex(digest))]
     }
 

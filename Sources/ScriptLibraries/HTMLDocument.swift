@@ -2,9 +2,15 @@
 import Glibc
 #endif
 internal import CLibXML2
+import LuaSandbox
 
 /// A node of a tree libxml2 built, from its HTML or its XML parser.
 typealias MarkupNode = UnsafeMutablePointer<xmlNode>
+
+/// Why libxml2 cannot be used (not installed, or lacking a function), or nil once it is
+/// loaded: the first page or message read loads it, in the process that reads it, so no
+/// process pays for it (and the ICU it brings) at its start.
+let libxml2Failure: String? = hh_xml_load().map { String(cString: $0) }
 
 /// A page as libxml2's HTML parser recovers it, freed with its owner.
 ///
@@ -14,21 +20,21 @@ typealias MarkupNode = UnsafeMutablePointer<xmlNode>
 struct HTMLDocument: ~Copyable {
     private let document: htmlDocPtr?
 
-    init(parsing page: [UInt8]) {
+    init(parsing page: [UInt8], for functionName: String) throws(HostError) {
+        if let libxml2Failure { throw HostError("\(functionName): libxml2 is not usable: \(libxml2Failure)") }
         let options = HTML_PARSE_RECOVER.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue
             | HTML_PARSE_NONET.rawValue
-        // No encoding given: the parser honours the page's `<meta charset>`.
         document = page.withUnsafeBufferPointer { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { htmlReadMemory($0.baseAddress, Int32(bytes.count), nil, nil, Int32(options)) }
+            bytes.withMemoryRebound(to: CChar.self) { hh_html_read_memory($0.baseAddress, Int32(bytes.count), Int32(options)) }
         }
     }
 
     deinit {
-        if let document { xmlFreeDoc(document) }
+        if let document { hh_xml_free_document(document) }
     }
 
     /// The `<html>` element; nil for a page with no content at all.
-    var root: MarkupNode? { document.flatMap { xmlDocGetRootElement($0) } }
+    var root: MarkupNode? { document.flatMap { hh_xml_root_element($0) } }
 }
 
 /// Visits `root` and everything under it in document order, without recursion (pages
@@ -97,7 +103,7 @@ func ownText(_ element: MarkupNode) -> [UInt8] {
 /// The content of a text node; nil for other nodes.
 func text(_ node: MarkupNode) -> [UInt8]? {
     guard node.pointee.type == XML_TEXT_NODE, let content = node.pointee.content else { return nil }
-    return Array(UnsafeBufferPointer(start: content, count: Int(xmlStrlen(content))))
+    return Array(UnsafeBufferPointer(start: content, count: strlen(UnsafeRawPointer(content).assumingMemoryBound(to: CChar.self))))
 }
 
 /// Text with runs of white space (no-break spaces too) made single spaces, and trimmed.

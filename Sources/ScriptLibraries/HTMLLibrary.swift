@@ -30,7 +30,7 @@ public enum HTMLLibrary {
         guard page.count <= maximumPageSize else {
             throw HostError("\(call.functionName): the page is larger than \(maximumPageSize >> 20) MiB")
         }
-        return HTMLDocument(parsing: page)
+        return try HTMLDocument(parsing: page, for: call.functionName)
     }
 
     // MARK: Forms

@@ -12,32 +12,37 @@ struct XMLDocument: ~Copyable {
     let problem: String?
 
     init(parsing text: [UInt8]) {
-        guard let context = xmlNewParserCtxt() else {
+        if let libxml2Failure {
+            document = nil
+            problem = "libxml2 is not usable: \(libxml2Failure)"
+            return
+        }
+        guard let context = hh_xml_new_parser_context() else {
             document = nil
             problem = "libxml2 could not allocate a parser"
             return
         }
-        defer { xmlFreeParserCtxt(context) }
+        defer { hh_xml_free_parser_context(context) }
         // CDATA sections become plain text, which is all a reader of values wants.
         let options = XML_PARSE_RECOVER.rawValue | XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue
             | XML_PARSE_NOWARNING.rawValue | XML_PARSE_NOCDATA.rawValue
         document = text.withUnsafeBufferPointer { bytes in
             bytes.withMemoryRebound(to: CChar.self) {
-                xmlCtxtReadMemory(context, $0.baseAddress, Int32(bytes.count), nil, nil, Int32(options))
+                hh_xml_context_read_memory(context, $0.baseAddress, Int32(bytes.count), Int32(options))
             }
         }
         guard context.pointee.wellFormed == 0 else {
             problem = nil
             return
         }
-        let message = xmlCtxtGetLastError(context)?.pointee.message.map { String(cString: $0) } ?? "not well-formed"
+        let message = hh_xml_context_last_error(context)?.pointee.message.map { String(cString: $0) } ?? "not well-formed"
         problem = String(decoding: trimmedASCIIWhitespace(Array(message.utf8)), as: UTF8.self)
     }
 
     deinit {
-        if let document { xmlFreeDoc(document) }
+        if let document { hh_xml_free_document(document) }
     }
 
     /// The root element; nil when the parser found none.
-    var root: MarkupNode? { document.flatMap { xmlDocGetRootElement($0) } }
+    var root: MarkupNode? { document.flatMap { hh_xml_root_element($0) } }
 }

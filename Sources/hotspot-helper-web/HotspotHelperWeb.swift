@@ -9,6 +9,20 @@ import Spawning
 /// `hotspot-helper web`, which `hotspot-helper` runs as this executable (as it runs the
 /// developer tools), so the daemon's executable and memory stay free of a web server.
 @main
+enum HotspotHelperWebMain {
+    /// The main thread waits for the command instead of serving Dispatch's main queue, which
+    /// nothing here uses, as `hotspot-helper`'s does (`CommandLineEntry.runWaiting` says why).
+    static func main() {
+        let finished = DispatchSemaphore(value: 0)
+        // Detached: a task made here would inherit `main`'s main actor, whose thread waits.
+        Task.detached {
+            await HotspotHelperWeb.runCommandLine()
+            finished.signal()
+        }
+        finished.wait()
+    }
+}
+
 struct HotspotHelperWeb: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hotspot-helper web",
@@ -58,7 +72,7 @@ struct HotspotHelperWeb: AsyncParsableCommand {
         return (host, port)
     }
 
-    static func main() async {
+    static func runCommandLine() async {
         // `hotspot-helper web ARGS` runs this executable with `web ARGS`.
         var arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "web" { arguments.removeFirst() }

@@ -6,6 +6,7 @@ import LuaSandbox
 
 struct Check: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "check",
         abstract: "Loads scripts in the sandbox without running a command, and reports every problem.",
         discussion: """
             Reports syntax errors, a returned value that is not a table, unknown or \

@@ -7,6 +7,7 @@ import HotspotCore
 
 struct Connect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "connect",
         abstract: "Joins one network once with every script as a helper, and reports how it went.",
         discussion: """
             The state machine runs: evaluate goes to every helper, the winner authenticates, \

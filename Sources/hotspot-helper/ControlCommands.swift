@@ -40,6 +40,7 @@ struct DaemonOptions: ParsableArguments {
 
 struct UI: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "ui",
         abstract: "Answers the form of a network that waits for a person (presenting_ui) in the running daemon.",
         discussion: """
             The network's helper gets present_ui with the answers as cmd.answers. On a \
@@ -76,6 +77,7 @@ struct UI: ParsableCommand {
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract: "Shows the running daemon's networks: their state, helper, questions waiting for a person, connectivity and last commands.",
         discussion: "Exit status: 0, or 1 when no daemon answers.")
 
@@ -95,6 +97,7 @@ struct Status: ParsableCommand {
 
 struct Logoff: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "logoff",
         abstract: "Logs the running daemon off a network (the helper's logoff), until its link comes back.",
         discussion: "Exit status: 0 when logged off, 1 otherwise (not authenticated, no daemon runs).")
 
@@ -110,6 +113,7 @@ struct Logoff: ParsableCommand {
 
 struct Join: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "join",
         abstract: "Joins a network of the running daemon again now, with its auto-join enabled again.",
         discussion: """
             After a helper answered failure, the network's auto-join is disabled and the daemon \
@@ -147,6 +151,7 @@ struct HelperSwitchOptions: ParsableArguments {
 
 struct Disable: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "disable",
         abstract: "Switches a helper off in the running daemon, everywhere or for one network; it survives restarts.",
         discussion: "A switched-off helper gets no command; a network it had authenticated is evaluated again at its next join.")
 
@@ -157,6 +162,7 @@ struct Disable: ParsableCommand {
 
 struct Enable: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "enable",
         abstract: "Switches a helper back on in the running daemon, everywhere or for one network.")
 
     @OptionGroup var options: HelperSwitchOptions

@@ -1,10 +1,36 @@
 import ArgumentParser
 import HotspotCommandLine
 import HotspotNetwork
+import HotspotRuntime
 import LuaSandbox
 import ScriptLibraries
 
 @main
+enum HotspotHelperMain {
+    static func main() {
+        // The engine runs venue scripts in worker processes of this same executable, so a
+        // device installs one file, and a statically linked build shares its pages
+        // between the daemon and its workers.
+        if SandboxWorker.isLaunchedAsWorker {
+            SandboxWorker.run(modules: ScriptLibraries.modules, started: BoundHTTPClient.loadLibraryInBackground)
+        }
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let devToolsCommands = [Demo.configuration, Dev.configuration, Simulate.configuration].compactMap(\.commandName)
+        if let name = arguments.first, devToolsCommands.contains(name) {
+            DevTools.replaceProcess(running: arguments)
+        }
+        if arguments.first == Web.configuration.commandName {
+            DevTools.replaceProcess(running: arguments, executable: DevTools.webExecutableName)
+        }
+        // The commands that run scripts: their worker starts while they parse and read scripts.
+        let scriptCommands = [Connect.configuration, Run.configuration, Check.configuration, Networks.configuration].compactMap(\.commandName)
+        if let name = arguments.first, scriptCommands.contains(name) {
+            LuaEngine.startWorkerAhead(executable: HotspotRuntime.workerExecutable)
+        }
+        CommandLineEntry.runWaiting(HotspotHelperCommand.self)
+    }
+}
+
 struct HotspotHelperCommand: AsyncParsableCommand {
     /// `--version`, and the metrics' build info.
     static let version = "0.1.0"
@@ -21,24 +47,6 @@ struct HotspotHelperCommand: AsyncParsableCommand {
             Demo.self, Connect.self, Run.self, Dev.self, Check.self, ProbeCommand.self, Networks.self, Simulate.self,
             UI.self, Status.self, Web.self, Logoff.self, Join.self, Disable.self, Enable.self,
         ])
-
-    static func main() async {
-        // The engine runs venue scripts in worker processes of this same executable, so a
-        // device installs one file, and a statically linked build shares its pages
-        // between the daemon and its workers.
-        if SandboxWorker.isLaunchedAsWorker {
-            BoundHTTPClient.loadLibraryInBackground()
-            SandboxWorker.run(modules: ScriptLibraries.modules)
-        }
-        let devToolsCommands = [Demo.configuration, Dev.configuration, Simulate.configuration].compactMap(\.commandName)
-        if let name = CommandLine.arguments.dropFirst().first, devToolsCommands.contains(name) {
-            DevTools.replaceProcess(running: Array(CommandLine.arguments.dropFirst()))
-        }
-        if CommandLine.arguments.dropFirst().first == Web.configuration.commandName {
-            DevTools.replaceProcess(running: Array(CommandLine.arguments.dropFirst()), executable: DevTools.webExecutableName)
-        }
-        await CommandLineEntry.run(Self.self)
-    }
 }
 
 // The commands hotspot-helper-devtools runs (see `DevTools`): here for the command list

@@ -9,6 +9,7 @@ import Locking
 
 struct Networks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "networks",
         abstract: "Shows which helper claims which network of a scan list.",
         discussion: """
             Runs filter_scan_list of every script over the scan list and prints each network \

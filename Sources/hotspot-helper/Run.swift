@@ -14,6 +14,7 @@ import Locking
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "run",
         abstract: "The daemon: keeps the device logged in to the networks its sources name.",
         discussion: """
             Each --source interface:IFACE:SSID treats an interface as a joined Wi-Fi network: \

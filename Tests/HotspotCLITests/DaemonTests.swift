@@ -489,13 +489,7 @@ struct DaemonTests {
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments(workers.map { ["--workers", String($0)] } ?? []))
         try await daemon.waitForEvent(Self.isState("authenticated"))
-        let children = try FileManager.default.contentsOfDirectory(atPath: "/proc").filter { entry in
-            guard Int32(entry) != nil, let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8) else { return false }
-            // The fields after the parenthesised name: state, then the parent's id.
-            let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
-            return fields.count > 1 && Int32(fields[1]) == daemon.process.processIdentifier
-        }
-        #expect(children.count == workers ?? 1)
+        #expect(try childProcesses(of: daemon.process.processIdentifier).count == workers ?? 1)
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }

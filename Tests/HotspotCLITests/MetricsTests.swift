@@ -23,6 +23,12 @@ struct MetricsTests {
         return run.output
     }
 
+    /// What `url` answers, or nil (not a failure: a server may not listen yet).
+    static func fetch(_ url: String) async throws -> String? {
+        let run = try await CLI.run(["-sS", "--max-time", "5", url], executable: "/usr/bin/curl")
+        return run.status == 0 ? run.output : nil
+    }
+
     /// A loopback port free a moment ago, for a program that takes no port 0.
     static func freePort() throws -> UInt16 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -90,7 +96,8 @@ struct MetricsTests {
         let end = ContinuousClock.now + .seconds(60)
         while answered != expected, ContinuousClock.now < end {
             try await Task.sleep(for: .milliseconds(500))
-            guard let text = try? await Self.curl("http://127.0.0.1:\(port)/api/v1/query?query=hotspot_helper_commands_total"),
+            // Prometheus takes a while to listen on a busy machine: refused connections are retried.
+            guard let text = try await Self.fetch("http://127.0.0.1:\(port)/api/v1/query?query=hotspot_helper_commands_total"),
                   let reply = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
                   let results = (reply["data"] as? [String: Any])?["result"] as? [[String: Any]] else { continue }
             answered = [:]

@@ -23,7 +23,7 @@ func measureColdStart(runs: Int = 10) async throws -> [Figure] {
             stock.append(lua.toExit)
         }
         let (first, exited, baseline) = (Samples(toFirstCommand), Samples(toExit), Samples(stock))
-        let goal = count == 1 ? 50.0 : 200.0
+        let goal = count == 1 ? 8.0 : 200.0
         figures.append(Figure(
             name: "Cold start to first command, \(count) script\(count == 1 ? "" : "s")",
             result: "min \(duration(nanoseconds: first.minimum)), median \(duration(nanoseconds: first.median)), max \(duration(nanoseconds: first.maximum)); exit median \(duration(nanoseconds: exited.median)) (n=\(runs))",

@@ -32,13 +32,7 @@ func measureConnectWallTime(runs: Int = 10) async throws -> [Figure] {
 private func measureConnect(_ venue: ConnectVenue, portal: SimulatedPortal, dnsPort: Int, scratch: ScratchDirectory,
                             runs: Int) throws -> Figure {
     let script = try HelperCommand.bundledScript(venue.script)
-    var arguments = [
-        "--scripts", script, "--ssid", venue.ssid, "--resolver", "127.0.0.1:\(dnsPort)",
-        "--probe-url", "http://connectivitycheck.demo.example:\(portal.port)/generate_204",
-    ]
-    if let secrets = venue.secrets {
-        arguments += ["--secrets", try scratch.write(secrets, to: venue.script + ".secrets", private: true)]
-    }
+    let arguments = try venue.connectArguments(portal: portal, dnsPort: dnsPort, scratch: scratch)
     var toAuthenticated: [Double] = []
     var toExit: [Double] = []
     var checks: [Double] = []
@@ -64,7 +58,7 @@ private func measureConnect(_ venue: ConnectVenue, portal: SimulatedPortal, dnsP
 }
 
 /// A simulated venue and the bundled script that logs into it, set up as the demo does.
-private struct ConnectVenue {
+struct ConnectVenue {
     let ssid: String
     let script: String
     let scenario: Scenario
@@ -72,21 +66,40 @@ private struct ConnectVenue {
     /// The secrets file's text, when the script needs credentials.
     let secrets: String?
 
-    static let all: [ConnectVenue] = {
-        var aroma = ScenarioSettings()
-        aroma.portalHost = "portal.aroma.example"
-        var campus = ScenarioSettings()
-        campus.portalHost = "login.campus.example"
-        campus.username = "bench-student"
-        campus.password = "bench-pass-0600"
-        return [
-            ConnectVenue(ssid: "Aroma-Guest", script: "aroma", scenario: .clickThrough, settings: aroma, secrets: nil),
-            ConnectVenue(ssid: "Campus-WiFi", script: "campus", scenario: .credentials, settings: campus, secrets: """
-                [campus]
-                username = \(campus.username)
-                password = \(campus.password)
-                wifi_password = bench-wpa
-                """),
-        ]
+    static let all = [aroma, campus]
+
+    static let aroma: ConnectVenue = {
+        var settings = ScenarioSettings()
+        settings.portalHost = "portal.aroma.example"
+        return ConnectVenue(ssid: "Aroma-Guest", script: "aroma", scenario: .clickThrough, settings: settings, secrets: nil)
     }()
+
+    static let campus: ConnectVenue = {
+        var settings = ScenarioSettings()
+        settings.portalHost = "login.campus.example"
+        settings.username = "bench-student"
+        settings.password = "bench-pass-0600"
+        return ConnectVenue(ssid: "Campus-WiFi", script: "campus", scenario: .credentials, settings: settings, secrets: """
+            [campus]
+            username = \(settings.username)
+            password = \(settings.password)
+            wifi_password = bench-wpa
+            """)
+    }()
+
+    /// The probe the portal intercepts, by a name the DNS responder sends to 127.0.0.1.
+    static func probeURL(port: Int) -> String { "http://connectivitycheck.demo.example:\(port)/generate_204" }
+
+    /// `hotspot-helper connect`'s arguments for this venue: its script, the DNS responder,
+    /// the portal's probe, and a secrets file when the script needs one.
+    func connectArguments(portal: SimulatedPortal, dnsPort: Int, scratch: ScratchDirectory) throws -> [String] {
+        var arguments = [
+            "--scripts", try HelperCommand.bundledScript(script), "--ssid", ssid, "--resolver", "127.0.0.1:\(dnsPort)",
+            "--probe-url", Self.probeURL(port: portal.port),
+        ]
+        if let secrets {
+            arguments += ["--secrets", try scratch.write(secrets, to: script + ".secrets", private: true)]
+        }
+        return arguments
+    }
 }

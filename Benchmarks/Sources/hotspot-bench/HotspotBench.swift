@@ -26,10 +26,13 @@ struct HotspotBench {
         figures += await measure("Bound GET") { try await measureScriptHTTP() }
         figures += await measure("Probe verdict") { try measureProbeVerdict() }
         figures += await measure("connect to authenticated") { try await measureConnectWallTime() }
+        figures += await measure("Login vs one curl") { try await measureLoginLimit() }
+        figures += await measure("Login vs the peer") { try await measurePeerLogin() }
         figures += await measure("Cold start to first command") { try await measureColdStart() }
         figures += await measure("Hot reload") { try await measureHotReload() }
         figures += await measure("Idle daemon RSS") { try await measureDaemonMemory() }
         figures += await measure("Soak") { try await measureSoak() }
+        figures += await measure("Person's page") { try await measurePersonPage() }
         print(render(figures))
         print("\nWhole run: \(duration(nanoseconds: nanoseconds(since: start))).")
     }

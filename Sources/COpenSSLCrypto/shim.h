@@ -1,2 +1,0 @@
-#include <openssl/evp.h>
-#include <openssl/hmac.h>

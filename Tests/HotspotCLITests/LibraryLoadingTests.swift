@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// libxml2, and the ICU it brings, are opened by the first page or message a script reads,
+/// in that script's worker only: the daemon's supervisor never maps them, and neither does a
+/// worker until then.
+@Suite struct LibraryLoadingTests {
+    /// The libraries of `pid` among `names`, from its memory map (read to the end: /proc
+    /// files have no size).
+    static func mapped(_ names: [String], by pid: Int32) throws -> Set<String> {
+        let maps = try #require(FileHandle(forReadingAtPath: "/proc/\(pid)/maps")).readToEnd() ?? Data()
+        let text = String(decoding: maps, as: UTF8.self)
+        return Set(names.filter { text.contains("/\($0)") })
+    }
+
+    @Test func libxml2IsLoadedByTheFirstPageAScriptReadsInItsWorkerOnly() async throws {
+        // Logging off reads a page; joining reads nothing.
+        let scripts = try CLI.temporaryDirectory(scripts: ["reader.lua": """
+            return {
+              name = "Reader",
+              hosts = { "portal.example" },
+              evaluate = function(cmd) return "high" end,
+              authenticate = function(cmd) return "success" end,
+              maintain = function(cmd) return "success" end,
+              logoff = function(cmd)
+                return html.text("<p>Signed <b>out</b></p>") == "Signed out" and "success" or "failure"
+              end,
+            }
+            """])
+        let state = try CLI.temporaryDirectory()
+        let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Reading-Room",
+                                     "--state-dir", state, "--probe-interval", "0"])
+        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Reading-Room"))
+        let supervisor = daemon.process.processIdentifier
+        let worker = try #require(try childProcesses(of: supervisor).first)
+        let markup = ["libxml2.so", "libicuuc.so", "libicudata.so"]
+        #expect(try Self.mapped(markup, by: supervisor).isEmpty)
+        #expect(try Self.mapped(markup, by: worker).isEmpty)
+
+        let logoff = try await CLI.run(["logoff", "Reading-Room", "--state-dir", state])
+        #expect(logoff.status == 0, "\(logoff.errors)")
+        try await daemon.waitForEvent(DaemonTests.isCommand("logoff"))
+        #expect(try Self.mapped(markup, by: worker) == Set(markup))
+        #expect(try Self.mapped(markup, by: supervisor).isEmpty)
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+}
