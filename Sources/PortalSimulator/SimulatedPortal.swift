@@ -90,8 +90,6 @@ public final class SimulatedPortal: Sendable {
         state.forgetClients()
     }
 
-    /// Stops the HTTP server (endless responses end, open connections close) and the DNS
-    /// responder, and returns once both have. Stopping twice is harmless.
     /// Runs `body` against a freshly started portal on any free port, and stops the portal
     /// whatever happens.
     public static func running(_ scenario: Scenario, settings: ScenarioSettings = .init(), dnsPort: Int? = nil,
@@ -106,6 +104,8 @@ public final class SimulatedPortal: Sendable {
         await portal.stop()
     }
 
+    /// Stops the HTTP server (endless responses end, open connections close) and the DNS
+    /// responder, and returns once both have. Stopping twice is harmless.
     public func stop() async {
         state.beginStopping()
         await server.stop()
