@@ -1,7 +1,8 @@
 # A fresh Debian machine needs only `make demo` and `make test`: both install the system
 # packages the build needs first.
 SWIFT ?= swift
-# libsystemd-dev is sd-bus: NetworkManager's D-Bus API and the desktop's notifications.
+# libsystemd-dev gives sd-bus's header (NetworkManager's D-Bus API, the desktop's notifications);
+# the library itself is opened when a daemon first connects to a bus.
 SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev libsystemd-dev lua5.4 pkg-config iproute2 curl openssl
 # What only the tests use: a real headless browser for the person's page; systemd-analyze and
 # systemd-creds for the unit's and the credentials' tests; prometheus (about 19 MB to

@@ -82,9 +82,9 @@ let package = Package(
         .target(
             name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "ScriptContract", "CLibXML2", "COpenSSLCrypto", "Locking"],
             swiftSettings: swiftSettings + [.unsafeFlags(["-Xcc", "-I" + libxml2Headers])]),
-        // libsystemd's sd-bus, Debian's libsystemd-dev: D-Bus for the NetworkManager source.
-        // Swift cannot call its variadic functions; the non-variadic ones do everything needed.
-        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // libsystemd's sd-bus (Debian's libsystemd-dev for the header): D-Bus for the
+        // NetworkManager source and the desktop's notifications, opened on first use.
+        .target(name: "CSystemd"),
         // The OS glue: inotify (ScriptWatcher), the control socket (a Unix socket checked with
         // SO_PEERCRED), the platform's tools run to their end (Subprocess), DHCP option 114
         // from leases and nmcli (CaptivePortalAPIDiscovery), the sources of networks (an

@@ -6,8 +6,10 @@ import Locking
 import HotspotCore
 
 /// Cookies of one helper on one network session, in libcurl's cookie engine (domain,
-/// path, expiry and `Secure` as curl applies them). Requests of the same session share
-/// the jar; a new session starts with an empty one.
+/// path, expiry and `Secure` as curl applies them), and that session's open connections.
+/// Requests of the same session share the jar and reuse a connection still open to the
+/// same host, port and interface, as a browser does, instead of opening one a request; a
+/// new session starts with an empty jar and no connection.
 public final class CookieJar: @unchecked Sendable {
     // Unchecked: the share handle is only touched while holding `lock`, so one request
     // at a time uses it.
@@ -22,6 +24,8 @@ public final class CookieJar: @unchecked Sendable {
         let result: Result<T, HTTPFailure> = lock.withLock { _ in
             if share == nil, let made = hh_curl_share_init() {
                 hh_curl_share_set_long(made, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_COOKIE.rawValue))
+                // Without lock callbacks: one transfer at a time uses the share (under `lock`).
+                hh_curl_share_set_long(made, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_CONNECT.rawValue))
                 share = made
             }
             guard let share else { return .failure(HTTPFailure(.protocol, "libcurl could not make a cookie jar")) }

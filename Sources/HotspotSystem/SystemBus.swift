@@ -26,15 +26,15 @@ struct BusError: Error, CustomStringConvertible {
 struct BusMessage {
     let pointer: OpaquePointer
 
-    var member: String? { sd_bus_message_get_member(pointer).map { String(cString: $0) } }
-    var interface: String? { sd_bus_message_get_interface(pointer).map { String(cString: $0) } }
-    var path: String? { sd_bus_message_get_path(pointer).map { String(cString: $0) } }
+    var member: String? { hh_sd_bus_message_get_member(pointer).map { String(cString: $0) } }
+    var interface: String? { hh_sd_bus_message_get_interface(pointer).map { String(cString: $0) } }
+    var path: String? { hh_sd_bus_message_get_path(pointer).map { String(cString: $0) } }
     /// The unique name (`:1.42`) of the connection that sent it.
-    var sender: String? { sd_bus_message_get_sender(pointer).map { String(cString: $0) } }
+    var sender: String? { hh_sd_bus_message_get_sender(pointer).map { String(cString: $0) } }
 
     /// Every value of the message's body, read from its start.
     func values() throws(BusError) -> [BusValue] {
-        let rewound = sd_bus_message_rewind(pointer, 1)
+        let rewound = hh_sd_bus_message_rewind(pointer, 1)
         guard rewound >= 0 else { throw BusError("cannot read a message", code: rewound) }
         var values: [BusValue] = []
         while let value = try Self.read(pointer) { values.append(value) }
@@ -45,21 +45,21 @@ struct BusMessage {
     private static func read(_ message: OpaquePointer) throws(BusError) -> BusValue? {
         var type: CChar = 0
         var contentsPointer: UnsafePointer<CChar>?
-        let peeked = sd_bus_message_peek_type(message, &type, &contentsPointer)
+        let peeked = hh_sd_bus_message_peek_type(message, &type, &contentsPointer)
         guard peeked >= 0 else { throw BusError("cannot read a message", code: peeked) }
         guard peeked > 0 else { return nil }
         let contents = contentsPointer.map { String(cString: $0) } ?? ""
         func basic<Value: BitwiseCopyable>(_ initial: Value) throws(BusError) -> Value {
             var value = initial
-            let result = sd_bus_message_read_basic(message, type, &value)
+            let result = hh_sd_bus_message_read_basic(message, type, &value)
             guard result > 0 else { throw BusError("cannot read a value", code: result < 0 ? result : -EBADMSG) }
             return value
         }
         func container(_ read: () throws(BusError) -> BusValue) throws(BusError) -> BusValue {
-            let entered = sd_bus_message_enter_container(message, type, contents)
+            let entered = hh_sd_bus_message_enter_container(message, type, contents)
             guard entered > 0 else { throw BusError("cannot read a container", code: entered < 0 ? entered : -EBADMSG) }
             let value = try read()
-            let exited = sd_bus_message_exit_container(message)
+            let exited = hh_sd_bus_message_exit_container(message)
             guard exited >= 0 else { throw BusError("cannot read a container", code: exited) }
             return value
         }
@@ -88,7 +88,7 @@ struct BusMessage {
             // Bytes (an SSID) in one piece rather than one read each.
             var start: UnsafeRawPointer?
             var size = 0
-            let result = sd_bus_message_read_array(message, CChar(UInt8(ascii: "y")), &start, &size)
+            let result = hh_sd_bus_message_read_array(message, CChar(UInt8(ascii: "y")), &start, &size)
             guard result >= 0 else { throw BusError("cannot read an array of bytes", code: result) }
             let bytes = start.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
             return .array(elementSignature: "y", bytes.map(BusValue.byte))
@@ -129,18 +129,21 @@ final class SystemBus {
     /// `session` to the session bus of the user the process runs as (DBUS_SESSION_BUS_ADDRESS,
     /// else the user's standard socket).
     init(address: String? = nil, session: Bool = false) throws(BusError) {
+        if let failure = hh_systemd_load() {
+            throw BusError(name: nil, message: "cannot use libsystemd for D-Bus: \(String(cString: failure))")
+        }
         var bus: OpaquePointer?
         var result: Int32
         if session {
-            result = sd_bus_open_user(&bus)
+            result = hh_sd_bus_open_user(&bus)
         } else if let address {
-            result = sd_bus_new(&bus)
-            if result >= 0 { result = sd_bus_set_address(bus, address) }
-            if result >= 0 { result = sd_bus_set_bus_client(bus, 1) }
-            if result >= 0 { result = sd_bus_start(bus) }
-            if result < 0 { sd_bus_unref(bus) }
+            result = hh_sd_bus_new(&bus)
+            if result >= 0 { result = hh_sd_bus_set_address(bus, address) }
+            if result >= 0 { result = hh_sd_bus_set_bus_client(bus, 1) }
+            if result >= 0 { result = hh_sd_bus_start(bus) }
+            if result < 0 { hh_sd_bus_unref(bus) }
         } else {
-            result = sd_bus_open_system(&bus)
+            result = hh_sd_bus_open_system(&bus)
         }
         guard result >= 0, let bus else {
             throw BusError("cannot connect to \(session ? "the session bus" : address ?? "the system bus")", code: result)
@@ -151,7 +154,7 @@ final class SystemBus {
     deinit {
         // Without flushing: a bus that went away must not hold the thread. Its slots (the
         // matches and objects) are freed with it, before the handlers they point to.
-        sd_bus_close_unref(bus)
+        hh_sd_bus_close_unref(bus)
         handlers.forEach { $0.release() }
     }
 
@@ -159,17 +162,17 @@ final class SystemBus {
     func call(_ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue] = [],
               timeout: Duration = .seconds(10)) throws(BusError) -> [BusValue] {
         var call: OpaquePointer?
-        let made = sd_bus_message_new_method_call(bus, &call, destination, path, interface, member)
+        let made = hh_sd_bus_message_new_method_call(bus, &call, destination, path, interface, member)
         guard made >= 0, let call else { throw BusError("cannot call \(interface).\(member)", code: made) }
-        defer { sd_bus_message_unref(call) }
+        defer { hh_sd_bus_message_unref(call) }
         for argument in arguments { try Self.append(argument, to: call) }
         var error = sd_bus_error()
         var reply: OpaquePointer?
         defer {
-            sd_bus_error_free(&error)
-            sd_bus_message_unref(reply)
+            hh_sd_bus_error_free(&error)
+            hh_sd_bus_message_unref(reply)
         }
-        let result = sd_bus_call(bus, call, UInt64(timeout / .microseconds(1)), &error, &reply)
+        let result = hh_sd_bus_call(bus, call, UInt64(timeout / .microseconds(1)), &error, &reply)
         guard result >= 0, let reply else {
             if let name = error.name {
                 throw BusError(name: String(cString: name), message: error.message.map { String(cString: $0) } ?? "")
@@ -183,7 +186,7 @@ final class SystemBus {
     func addMatch(_ rule: String, _ handle: @escaping (BusMessage) -> Void) throws(BusError) {
         // Returning false lets other matches see the message too.
         let handler = retain { handle($0); return false }
-        let result = sd_bus_add_match(bus, nil, rule, Self.trampoline, handler.toOpaque())
+        let result = hh_sd_bus_add_match(bus, nil, rule, Self.trampoline, handler.toOpaque())
         guard result >= 0 else { throw BusError("cannot watch \(rule)", code: result) }
     }
 
@@ -191,17 +194,17 @@ final class SystemBus {
     /// true, or returns false for sd-bus to answer that the method is unknown.
     func addObject(at path: String, _ handle: @escaping (BusMessage) -> Bool) throws(BusError) {
         let handler = retain(handle)
-        let result = sd_bus_add_object(bus, nil, path, Self.trampoline, handler.toOpaque())
+        let result = hh_sd_bus_add_object(bus, nil, path, Self.trampoline, handler.toOpaque())
         guard result >= 0 else { throw BusError("cannot serve \(path)", code: result) }
     }
 
     func reply(to call: BusMessage, _ values: [BusValue]) throws(BusError) {
         var reply: OpaquePointer?
-        let made = sd_bus_message_new_method_return(call.pointer, &reply)
+        let made = hh_sd_bus_message_new_method_return(call.pointer, &reply)
         guard made >= 0, let reply else { throw BusError("cannot reply", code: made) }
-        defer { sd_bus_message_unref(reply) }
+        defer { hh_sd_bus_message_unref(reply) }
         for value in values { try Self.append(value, to: reply) }
-        let sent = sd_bus_send(bus, reply, nil)
+        let sent = hh_sd_bus_send(bus, reply, nil)
         guard sent >= 0 else { throw BusError("cannot reply", code: sent) }
     }
 
@@ -209,7 +212,7 @@ final class SystemBus {
         name.withCString { name in
             message.withCString { message in
                 var error = sd_bus_error(name: name, message: message, _need_free: 0)
-                _ = sd_bus_reply_method_error(call.pointer, &error)
+                _ = hh_sd_bus_reply_method_error(call.pointer, &error)
             }
         }
     }
@@ -218,7 +221,7 @@ final class SystemBus {
     /// the connection is lost.
     func dispatchPending() throws(BusError) {
         while true {
-            let result = sd_bus_process(bus, nil)
+            let result = hh_sd_bus_process(bus, nil)
             guard result >= 0 else { throw BusError("the connection to the system bus ended", code: result) }
             if result == 0 { return }
         }
@@ -227,12 +230,12 @@ final class SystemBus {
     /// What to wait for before `dispatchPending` has work: the connection's descriptor and
     /// events, and sd-bus's next timeout in milliseconds (-1: none).
     func waitRequest() throws(BusError) -> (descriptor: pollfd, timeoutMilliseconds: Int32) {
-        let descriptor = sd_bus_get_fd(bus)
-        let events = sd_bus_get_events(bus)
+        let descriptor = hh_sd_bus_get_fd(bus)
+        let events = hh_sd_bus_get_events(bus)
         guard descriptor >= 0, events >= 0 else { throw BusError("the connection to the system bus ended", code: min(descriptor, events)) }
         var until: UInt64 = 0
         var timeout: Int32 = -1
-        if sd_bus_get_timeout(bus, &until) >= 0, until != UInt64.max {
+        if hh_sd_bus_get_timeout(bus, &until) >= 0, until != UInt64.max {
             var now = timespec()
             clock_gettime(CLOCK_MONOTONIC, &now)
             let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
@@ -255,13 +258,13 @@ final class SystemBus {
     private static func append(_ value: BusValue, to message: OpaquePointer) throws(BusError) {
         func basic<Value: BitwiseCopyable>(_ type: String, _ value: Value) -> Int32 {
             var value = value
-            return sd_bus_message_append_basic(message, CChar(type.utf8.first!), &value)
+            return hh_sd_bus_message_append_basic(message, CChar(type.utf8.first!), &value)
         }
         func container(_ type: String, _ contents: String, _ body: () throws(BusError) -> Void) throws(BusError) {
-            let opened = sd_bus_message_open_container(message, CChar(type.utf8.first!), contents)
+            let opened = hh_sd_bus_message_open_container(message, CChar(type.utf8.first!), contents)
             guard opened >= 0 else { throw BusError("cannot write \(value.signature)", code: opened) }
             try body()
-            let closed = sd_bus_message_close_container(message)
+            let closed = hh_sd_bus_message_close_container(message)
             guard closed >= 0 else { throw BusError("cannot write \(value.signature)", code: closed) }
         }
         let result: Int32
@@ -277,7 +280,7 @@ final class SystemBus {
         case .double(let number): result = basic("d", number)
         case .string(let text), .objectPath(let text), .signature(let text):
             // A string is passed as itself, not through a pointer to it.
-            result = text.withCString { sd_bus_message_append_basic(message, CChar(value.signature.utf8.first!), $0) }
+            result = text.withCString { hh_sd_bus_message_append_basic(message, CChar(value.signature.utf8.first!), $0) }
         case .unixFD:
             throw BusError(name: nil, message: "descriptors are not sent")
         case .array(let element, let elements):

@@ -260,6 +260,18 @@ struct BoundHTTPClientTests {
         #expect(plainToTLS?.kind == .protocol)
     }
 
+    @Test func aSessionsRequestsReuseItsConnection() throws {
+        let server = try KeepAliveListener()
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(server.port)/"
+        let session = CookieJar()
+        for _ in 0..<3 { #expect(try client(cookies: session).perform(HTTPRequest(url: url)).status == 200) }
+        #expect(server.connections == 1)
+        // Another session's request opens a connection of its own.
+        #expect(try client(cookies: CookieJar()).perform(HTTPRequest(url: url)).status == 200)
+        #expect(server.connections == 2)
+    }
+
     /// A TCP listener that writes `reply` to its first client and closes; returns its port.
     func listenerAnswering(_ reply: String) throws -> Int {
         let (socket, port) = loopbackSocket(SOCK_STREAM)
@@ -273,5 +285,49 @@ struct BoundHTTPClientTests {
             close(socket)
         }.start()
         return port
+    }
+}
+
+/// An HTTP/1.1 server on loopback that keeps each connection open for more requests, as
+/// servers do by default, and counts the connections it accepted.
+final class KeepAliveListener: @unchecked Sendable {
+    // Unchecked: `accepted` is only touched under `lock`.
+    private let lock = NSLock()
+    private var accepted = 0
+    private let socket: Int32
+    let port: Int
+
+    init() throws {
+        (socket, port) = loopbackSocket(SOCK_STREAM)
+        listen(socket, 8)
+        Thread { [self] in
+            while true {
+                let client = accept(socket, nil, nil)
+                guard client >= 0 else { return }
+                lock.withLock { accepted += 1 }
+                Thread { Self.answer(client) }.start()
+            }
+        }.start()
+    }
+
+    var connections: Int { lock.withLock { accepted } }
+
+    func stop() { shutdown(socket, Int32(SHUT_RDWR)) }
+
+    /// Answers every request the client sends on `client` (each ends with its blank line).
+    private static func answer(_ client: Int32) {
+        defer { close(client) }
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(client, &buffer, buffer.count)
+            guard count > 0 else { return }
+            pending += buffer[..<count]
+            while let end = pending.indices.dropLast(3).first(where: { pending[$0..<($0 + 4)] == [13, 10, 13, 10] }) {
+                pending.removeFirst(end + 4)
+                let reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                _ = reply.withCString { write(client, $0, strlen($0)) }
+            }
+        }
     }
 }
