@@ -24,6 +24,7 @@ let package = Package(
         // that `make test` does not build them).
         .library(name: "HotspotNetwork", targets: ["HotspotNetwork"]),
         .library(name: "HotspotSystem", targets: ["HotspotSystem"]),
+        .library(name: "HotspotMetrics", targets: ["HotspotMetrics"]),
         .library(name: "ScriptLibraries", targets: ["ScriptLibraries"]),
         .library(name: "PortalSimulator", targets: ["PortalSimulator"]),
         .library(name: "Spawning", targets: ["Spawning"]),
@@ -94,7 +95,7 @@ let package = Package(
         // engine, so it can be built and tested without it.
         .target(name: "HotspotSystem", dependencies: ["HotspotCore", "HotspotNetwork", "Spawning", "CSystemd", "Locking"], swiftSettings: swiftSettings),
         // The daemon's metrics in Prometheus's text format, counted from the runtime's events
-        // and levels read at each scrape; only the daemon links it.
+        // and levels read at each scrape; of the executables, only the daemon's links it.
         .target(
             name: "HotspotMetrics", dependencies: ["HotspotCore", "Locking", .product(name: "Prometheus", package: "swift-prometheus")],
             swiftSettings: swiftSettings),

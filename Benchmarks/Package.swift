@@ -17,6 +17,8 @@ let package = Package(
                 .product(name: "HotspotCore", package: "hotspot-helper"),
                 .product(name: "HotspotRuntime", package: "hotspot-helper"),
                 .product(name: "HotspotNetwork", package: "hotspot-helper"),
+                .product(name: "HotspotSystem", package: "hotspot-helper"),
+                .product(name: "HotspotMetrics", package: "hotspot-helper"),
                 .product(name: "ScriptLibraries", package: "hotspot-helper"),
                 .product(name: "PortalSimulator", package: "hotspot-helper"),
             ],

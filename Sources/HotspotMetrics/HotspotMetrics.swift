@@ -36,6 +36,10 @@ public final class HotspotMetrics: Sendable {
 
     private let registry = PrometheusCollectorRegistry()
     private let labelsNetworks: Bool
+    /// Each command's counter and histogram by its labels, looked up in the registry once:
+    /// a lookup checks the names, the labels, the help text and the buckets again each time,
+    /// which made recording a command cost about 2 µs.
+    private let commandSeries = PlainLock<[CommandLabels: CommandSeries]>([:])
     /// When each network entered `evaluating`, to time the arbitration that follows.
     private let evaluatingSince = PlainLock<[String: ContinuousClock.Instant]>([:])
     /// The engine's replacement counts already added to the counter, by cause.
@@ -67,14 +71,9 @@ public final class HotspotMetrics: Sendable {
     public func record(_ event: HotspotEvent) {
         switch event {
         case .command(let event):
-            var labels = [("helper", event.helper), ("command", event.command.rawValue), ("result", event.result.rawValue)]
-            if labelsNetworks, let network = event.network { labels.append(("network", network)) }
-            registry.makeCounter(descriptor: Self.family("commands", "total", "Commands sent to helpers, by helper, command and result."),
-                                 labels: labels).increment()
-            registry.makeDurationHistogram(descriptor: Self.family("command_duration", "seconds", "How long helpers took to answer commands."),
-                                           labels: [("helper", event.helper), ("command", event.command.rawValue)],
-                                           buckets: Self.durationBuckets)
-                .record(.nanoseconds(Int64(event.milliseconds * 1_000_000)))
+            let series = series(of: event)
+            series.count.increment()
+            series.duration.record(.nanoseconds(Int64(event.milliseconds * 1_000_000)))
         case .state(let event):
             timeArbitration(event)
         case .connectivity(let event):
@@ -89,6 +88,35 @@ public final class HotspotMetrics: Sendable {
         case .log, .done:
             break
         }
+    }
+
+    /// What names a command's series: its network only when networks are labels.
+    private struct CommandLabels: Hashable {
+        let helper: String
+        let command: HotspotCommand
+        let result: CommandResult
+        let network: String?
+    }
+
+    private struct CommandSeries {
+        let count: Counter
+        let duration: DurationHistogram
+    }
+
+    private func series(of event: CommandEvent) -> CommandSeries {
+        let key = CommandLabels(helper: event.helper, command: event.command, result: event.result, network: labelsNetworks ? event.network : nil)
+        if let known = commandSeries.withLock({ $0[key] }) { return known }
+        var labels = [("helper", key.helper), ("command", key.command.rawValue), ("result", key.result.rawValue)]
+        if let network = key.network { labels.append(("network", network)) }
+        // Made outside the lock: the registry returns the same series to a second caller.
+        let made = CommandSeries(
+            count: registry.makeCounter(descriptor: Self.family("commands", "total", "Commands sent to helpers, by helper, command and result."),
+                                        labels: labels),
+            duration: registry.makeDurationHistogram(descriptor: Self.family("command_duration", "seconds", "How long helpers took to answer commands."),
+                                                     labels: [("helper", key.helper), ("command", key.command.rawValue)],
+                                                     buckets: Self.durationBuckets))
+        commandSeries.withLock { $0[key] = made }
+        return made
     }
 
     private var reloads: Counter {
@@ -107,6 +135,7 @@ public final class HotspotMetrics: Sendable {
 
     /// Arbitration is the time from `evaluating` to the state the helpers' answers lead to.
     private func timeArbitration(_ event: StateEvent) {
+        guard event.to == .evaluating || event.from == .evaluating else { return }
         let now = ContinuousClock.now
         let started: ContinuousClock.Instant? = evaluatingSince.withLock { since in
             if event.to == .evaluating { since[event.network] = now }

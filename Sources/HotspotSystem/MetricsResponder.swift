@@ -11,9 +11,10 @@ public struct MetricsResponderError: Error, CustomStringConvertible {
 }
 
 /// The smallest HTTP server that Prometheus can scrape: `GET /metrics` answered with the
-/// exposition, anything else 404 or 405, one connection at a time on a thread of its own,
-/// `Connection: close`. A scrape comes every 15 s or so; a client has `requestDeadline`
-/// for its whole exchange, so one that trickles or stalls holds the responder no longer.
+/// exposition, anything else 404 or 405, `Connection: close`. Each connection is answered on
+/// a thread of its own, at most `maximumConnections` at once (one more is closed at once),
+/// and has `requestDeadline` for its whole exchange: a client that trickles or stalls holds
+/// its own thread for that long, and no other client's scrape waits for it.
 public final class MetricsResponder: Sendable {
     /// Where to listen: `PORT` (loopback), `ADDRESS:PORT`, or `[IPv6]:PORT`.
     public struct ListenAddress: Sendable, CustomStringConvertible {
@@ -44,6 +45,9 @@ public final class MetricsResponder: Sendable {
     public let address: ListenAddress
     static let requestDeadline: Duration = .seconds(2)
     static let maximumRequestSize = 8 * 1024
+    /// Connections answered at once: a scrape comes every 15 s or so from each of a few
+    /// Prometheus servers, so more are clients that stall.
+    static let maximumConnections = 8
 
     private let listener: Int32
     private let wakeUp = WakeUpPipe()
@@ -83,6 +87,7 @@ public final class MetricsResponder: Sendable {
     deinit { stop() }
 
     private static func serve(_ listener: Int32, wakeUp: WakeUpPipe, exposition: @escaping @Sendable () async -> [UInt8]) {
+        let answering = PlainLock(0)
         defer {
             close(listener)
             wakeUp.close()
@@ -96,9 +101,24 @@ public final class MetricsResponder: Sendable {
             let connection = accept(listener, nil, nil)
             guard connection >= 0 else { continue }
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
+            let admitted = answering.withLock { count in
+                guard count < maximumConnections else { return false }
+                count += 1
+                return true
+            }
+            guard admitted else {
+                close(connection)
+                continue
+            }
             _ = fcntl(connection, F_SETFL, fcntl(connection, F_GETFL) | O_NONBLOCK)
-            answer(connection, exposition: exposition)
-            close(connection)
+            // A serial queue's work runs on dispatch's overcommitting threads, so it gets a
+            // thread of its own while others wait on stalled clients (a concurrent queue's
+            // threads are as many as the cores).
+            DispatchQueue(label: "metrics-connection").async {
+                answer(connection, exposition: exposition)
+                close(connection)
+                answering.withLock { $0 -= 1 }
+            }
         }
     }
 

@@ -30,9 +30,16 @@ import Testing
 
     @Test func networksAreLabelledOnlyWhenAsked() {
         let metrics = HotspotMetrics(version: "1", labelsNetworks: true)
-        metrics.record(.command(CommandEvent(network: "Grand-Hotel", command: .maintain, helper: "grand", result: .success, milliseconds: 1)))
+        let unlabelled = HotspotMetrics(version: "1")
+        for network in ["Grand-Hotel", "Cafe", "Cafe"] {
+            let event = HotspotEvent.command(CommandEvent(network: network, command: .maintain, helper: "grand", result: .success, milliseconds: 1))
+            metrics.record(event)
+            unlabelled.record(event)
+        }
         let text = Self.text(metrics, .init(networkStates: ["Grand-Hotel": .authenticated], workerResidentBytes: [], workerReplacements: [:]))
         #expect(text.contains(#"hotspot_helper_commands_total{helper="grand",command="maintain",result="success",network="Grand-Hotel"} 1"#))
+        #expect(text.contains(#"hotspot_helper_commands_total{helper="grand",command="maintain",result="success",network="Cafe"} 2"#))
+        #expect(Self.text(unlabelled).contains(#"hotspot_helper_commands_total{helper="grand",command="maintain",result="success"} 3"#))
         #expect(text.contains(#"hotspot_helper_network_state{network="Grand-Hotel",state="authenticated"} 1"#))
     }
 

@@ -33,6 +33,8 @@ struct HotspotBench {
         figures += await measure("Idle daemon RSS") { try await measureDaemonMemory() }
         figures += await measure("Soak") { try await measureSoak() }
         figures += await measure("Person's page") { try await measurePersonPage() }
+        figures += await measure("Metrics, per-command overhead") { [try await measureMetricsOverhead()] }
+        figures += await measure("Metrics exposition, 100 helpers") { [try await measureMetricsExposition()] }
         print(render(figures))
         print("\nWhole run: \(duration(nanoseconds: nanoseconds(since: start))).")
     }

@@ -121,3 +121,10 @@ extension LocalStream {
         return (status, head, try read(count: length))
     }
 }
+
+/// The port of the address `http://127.0.0.1:PORT/...` in a line a server on loopback wrote.
+func loopbackPort(in line: String) -> Int? {
+    guard let address = line.split(separator: "http://127.0.0.1:", omittingEmptySubsequences: false).dropFirst().first,
+          let slash = address.firstIndex(of: "/") else { return nil }
+    return Int(address[..<slash])
+}

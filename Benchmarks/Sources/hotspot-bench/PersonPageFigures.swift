@@ -14,9 +14,7 @@ func measurePersonPage(runs: Int = 20) async throws -> [Figure] {
     web.closeInput()
     defer { _ = web.terminate() }
     let address = try web.readLine(containing: "http://127.0.0.1:")
-    guard let portAndTarget = address.split(separator: "http://127.0.0.1:").last,
-          let slash = portAndTarget.firstIndex(of: "/"), let port = Int(portAndTarget[..<slash]),
-          let token = portAndTarget.split(separator: "token=").last?.split(separator: " ").first
+    guard let port = loopbackPort(in: address), let token = address.split(separator: "token=").last?.split(separator: " ").first
     else { throw BenchError("hotspot-helper web printed no address: \(address)") }
     let cookie = "hh_session=\(token)"
     let controlSocket = state.path + "/control.sock"

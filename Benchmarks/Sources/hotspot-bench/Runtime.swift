@@ -18,7 +18,8 @@ struct RuntimeBench {
     let direct: [ScriptHandle]
     private let directory: ScratchDirectory
 
-    init(sources: [String]) async throws {
+    /// `observe` takes every event too, as the daemon's metrics do.
+    init(sources: [String], observe: @escaping @Sendable (HotspotEvent) -> Void = { _ in }) async throws {
         directory = try ScratchDirectory(helperScripts: sources)
         engine = try LuaEngine(HotspotRuntime.engineConfiguration(workerExecutable: HelperCommand.path))
         let (helpers, problems) = await HotspotRuntime.loadHelpers(at: directory.path, into: engine)
@@ -33,7 +34,10 @@ struct RuntimeBench {
         let probe = RuntimeProbe()
         self.probe = probe
         runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: try StateDirectory(path: nil),
-                                 events: { probe.record($0) })
+                                 events: { event in
+                                     probe.record(event)
+                                     observe(event)
+                                 })
     }
 
     /// The id of the helper made from `sources[number]`: its file name, zero-padded so the

@@ -9,16 +9,8 @@ import HotspotCore
 /// runtime actor. Baseline: the same callers sending the same maintain commands straight
 /// through the engine.
 func measureRuntimeThroughput(networks count: Int = 64, helpers: Int = 10) async throws -> Figure {
-    let ssids = (0..<count).map { "Network-\($0)" }
-    let bench = try await RuntimeBench(sources: (0..<helpers).map { helper in
-        Scripts.helper(helper, claims: ssids.indices.filter { $0 % helpers == helper }.map { ssids[$0] })
-    })
+    let (bench, ssids) = try await RuntimeBench.keeping(networks: count, helpers: helpers)
     defer { bench.finish() }
-    for ssid in ssids {
-        guard await bench.runtime.join(NetworkDescription(ssid: ssid)) == .authenticated else {
-            throw BenchError("joining \(ssid) did not end authenticated")
-        }
-    }
     // Network i was claimed by helper i % helpers, as in the runtime.
     let targets = ssids.indices.map { (bench.direct[$0 % helpers], RuntimeBench.command(.maintain, ssid: ssids[$0])) }
     _ = await maintainEach(bench.runtime, ssids, for: .milliseconds(500))
@@ -42,9 +34,28 @@ func measureRuntimeThroughput(networks count: Int = 64, helpers: Int = 10) async
         goals: [.init(text: "≥ 20,000 commands/s", met: rate >= 20_000 && failed == 0)])
 }
 
+extension RuntimeBench {
+    /// A runtime keeping `count` networks authenticated, network i claimed by helper
+    /// i % `helpers`; `observe` takes its events as in `init`. Returns the networks' SSIDs too.
+    static func keeping(networks count: Int, helpers: Int, observe: @escaping @Sendable (HotspotEvent) -> Void = { _ in })
+        async throws -> (RuntimeBench, ssids: [String])
+    {
+        let ssids = (0..<count).map { "Network-\($0)" }
+        let bench = try await RuntimeBench(sources: (0..<helpers).map { helper in
+            Scripts.helper(helper, claims: ssids.indices.filter { $0 % helpers == helper }.map { ssids[$0] })
+        }, observe: observe)
+        for ssid in ssids {
+            guard await bench.runtime.join(NetworkDescription(ssid: ssid)) == .authenticated else {
+                bench.finish()
+                throw BenchError("joining \(ssid) did not end authenticated")
+            }
+        }
+        return (bench, ssids)
+    }
+}
+
 /// One task per network calling `maintain` on it back to back until `duration` passed.
-private func maintainEach(_ runtime: HotspotRuntime, _ ssids: [String],
-                          for duration: Duration) async -> Tally {
+func maintainEach(_ runtime: HotspotRuntime, _ ssids: [String], for duration: Duration) async -> Tally {
     await eachUntil(duration, callers: ssids.count) { caller in
         await runtime.maintain(ssids[caller]) == .authenticated
     }
