@@ -72,7 +72,7 @@ private func measureScriptHTTP(url: String, requests: Int, rounds: Int, curlProc
                           "Bound GET: one `curl` process fetching the same URL \(requests) times (one connection, kept alive), its whole time divided by \(requests); median of \(rounds) runs.")),
         Figure(name: "Bound GET: script cmd:http vs one curl, new connections", result: result,
                baseline: (duration(nanoseconds: inOneProcessClosing.median), ratio(perRequest.median, over: inOneProcessClosing.median),
-                          "Bound GET: the same, with `--header 'Connection: close'`, so curl opens a connection per request as cmd:http does.")),
+                          "Bound GET: the same, with `--header 'Connection: close'`, so curl opens a connection per request (cmd:http reuses its session's).")),
     ]
 }
 
