@@ -31,6 +31,7 @@ public final class DesktopNotifier: Sendable {
     /// Connects to the session bus; nil when there is none to connect to (no desktop).
     /// `onAction` gets the notification's id and the action's key, on the bus's thread.
     public init?(onAction: @escaping @Sendable (_ id: UInt32, _ action: String) -> Void) {
+        guard Self.sessionBusMayExist else { return nil }
         let connected = DispatchSemaphore(value: 0)
         DispatchQueue(label: "desktop-notifier").async { [shared] in
             defer {
@@ -65,6 +66,16 @@ public final class DesktopNotifier: Sendable {
     }
 
     deinit { stop() }
+
+    /// Whether there is a session bus to try, where sd-bus looks for one: the address in
+    /// DBUS_SESSION_BUS_ADDRESS, else the socket $XDG_RUNTIME_DIR/bus. Without either (a
+    /// device with no desktop) libsystemd is not even opened.
+    static var sessionBusMayExist: Bool {
+        if let address = getenv("DBUS_SESSION_BUS_ADDRESS"), address.pointee != 0 { return true }
+        guard let runtimeDirectory = getenv("XDG_RUNTIME_DIR"), runtimeDirectory.pointee != 0 else { return false }
+        var status = stat()
+        return stat(String(cString: runtimeDirectory) + "/bus", &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK
+    }
 
     public func stop() {
         shared.stopped.store(true, ordering: .relaxed)

@@ -5,7 +5,8 @@ import TestSupport
 /// Libraries most processes never use are opened on first use, in the process that uses
 /// them: libxml2 (and the ICU it brings) by the first page or message a script reads, in that
 /// script's worker only; libsystemd (and the libraries it brings) by the first D-Bus
-/// connection, which only a daemon following NetworkManager (or notifying a desktop) makes.
+/// connection, which only a daemon following NetworkManager, or the person's page on a
+/// desktop (for its notifications), makes.
 @Suite struct LibraryLoadingTests {
     /// libsystemd and the libraries only it brings here (libcurl brings libzstd too).
     static let systemd = ["libsystemd.so", "libgcrypt.so", "liblzma.so", "liblz4.so", "libcap.so"]
@@ -68,6 +69,24 @@ import TestSupport
         let worker = try #require(try childProcesses(of: supervisor).first)
         #expect(try Self.mapped(["libsystemd.so"], by: supervisor) == ["libsystemd.so"])
         #expect(try Self.mapped(Self.systemd, by: worker).isEmpty)
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
+    @Test func thePersonsPageWithNoSessionBusDoesNotOpenLibsystemd() async throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["any.lua": #"return { name = "Any", hosts = { "portal.example" }, evaluate = function(cmd) return "none" end }"#])
+        let state = try CLI.temporaryDirectory()
+        let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Reading-Room",
+                                     "--state-dir", state, "--probe-interval", "0"])
+        try await daemon.waitForEvent { $0["event"] as? String == "reload" }
+        // No desktop: nothing to show notifications on.
+        let web = try RunningCLI(["web", "--state-dir", state, "--no-open"],
+                                 environment: ["DBUS_SESSION_BUS_ADDRESS": "", "XDG_RUNTIME_DIR": ""])
+        try await eventually("the page's address") { web.standardOutput.contains("?token=") }
+        // `web` replaced itself with hotspot-helper-web (execv): the same process.
+        #expect(try Self.mapped(Self.systemd, by: web.process.processIdentifier).isEmpty)
+        web.signal(SIGTERM)
+        _ = try await web.waitForExit()
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }
