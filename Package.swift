@@ -28,6 +28,8 @@ let package = Package(
         .library(name: "ScriptLibraries", targets: ["ScriptLibraries"]),
         .library(name: "PortalSimulator", targets: ["PortalSimulator"]),
         .library(name: "Spawning", targets: ["Spawning"]),
+        // For the tests and the bench, which both run a real NetworkManager in namespaces.
+        .library(name: "TestbedRecipes", targets: ["TestbedRecipes"]),
         .executable(name: "hotspot-helper", targets: ["hotspot-helper"]),
         .executable(name: "hotspot-helper-devtools", targets: ["hotspot-helper-devtools"]),
         .executable(name: "hotspot-helper-web", targets: ["hotspot-helper-web"]),
@@ -164,6 +166,10 @@ let package = Package(
         // concurrency's threads, scratch files, reading events by kind, background services
         // (a private bus) started with Spawning's signal reset, so SIGTERM stops them.
         .target(name: "TestSupport", dependencies: ["HotspotCore", "Spawning", "Locking"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        // How the tests and the bench run a real NetworkManager in network namespaces: the files
+        // and scripts of each step, with no dependency, so the bench (a package of its own) can
+        // use it as well.
+        .target(name: "TestbedRecipes", path: "Tests/TestbedRecipes", swiftSettings: swiftSettings),
         .testTarget(
             name: "HotspotRuntimeTests",
             dependencies: [
@@ -184,7 +190,8 @@ let package = Package(
             swiftSettings: swiftSettings),
         // Scenarios/ holds the venue scripts of the scenario tests.
         .testTarget(
-            name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "Spawning", "TestSupport", "Locking"], exclude: ["Scenarios"],
+            name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "Spawning", "TestSupport", "TestbedRecipes", "Locking"],
+            exclude: ["Scenarios"],
             swiftSettings: swiftSettings),
         .testTarget(name: "SpawningTests", dependencies: ["Spawning"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotSystemTests", dependencies: ["HotspotSystem", "TestSupport", "Locking"], swiftSettings: swiftSettings),

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import TestbedRecipes
 
 /// A real NetworkManager, run as it runs on these machines (no Wi-Fi, no udev): in a
 /// network namespace of its own (the client), with a private system bus, managing one end of a
@@ -10,10 +11,10 @@ import TestSupport
 /// the one DHCP client of its that shows option 114. Everything is stopped by its process id
 /// and the namespaces deleted when the testbed is dropped.
 final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, torn down in deinit
-    let prefix = "hn\(getpid() % 100_000)"
-    var client: String { prefix + "-cli" }
-    var venue: String { prefix + "-srv" }
-    var interface: String { prefix + "c0" }
+    let recipe: NetworkManagerRecipe
+    var client: String { recipe.client }
+    var venue: String { recipe.venue }
+    var interface: String { recipe.interface }
     let directory: String
     let bus: PrivateBus
     private var services: [BackgroundProcess] = []
@@ -31,63 +32,21 @@ final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, tor
 
     init(portalScenario: String = "click-through") throws {
         directory = try scratchDirectory("networkmanager")
+        recipe = NetworkManagerRecipe(prefix: "hn\(getpid() % 100_000)", directory: directory)
         bus = try PrivateBus()
-        for folder in ["run", "varlib", "etc", "connections", "conf.d", "sysconf.d"] {
-            try FileManager.default.createDirectory(atPath: "\(directory)/\(folder)", withIntermediateDirectories: true)
+        for folder in recipe.folders {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
-        try """
-            [main]
-            plugins=keyfile
-            dns=none
-            rc-manager=unmanaged
-            hostname-mode=none
-            auth-polkit=false
-            dhcp=dhclient
-            no-auto-default=*
-            [keyfile]
-            path=\(directory)/connections
-            unmanaged-devices=except:interface-name:\(interface)
-            [connectivity]
-            uri=http://198.18.0.1/generate_204
-            response=
-            interval=5
-            """.write(toFile: "\(directory)/NetworkManager.conf", atomically: true, encoding: .utf8)
+        try recipe.networkManagerConfiguration(dhcp: "dhclient", connectivityCheck: (uri: "http://198.18.0.1/generate_204", interval: 5))
+            .write(toFile: "\(directory)/NetworkManager.conf", atomically: true, encoding: .utf8)
         // What a user puts in NetworkManager's dhclient.conf for option 114 (docs/GETTING-STARTED.md).
         try "also request default-url;\n".write(toFile: "\(directory)/etc/dhclient.conf", atomically: true, encoding: .utf8)
         let profile = "\(directory)/connections/aroma.nmconnection"
-        try """
-            [connection]
-            id=Aroma-Guest
-            type=ethernet
-            interface-name=\(interface)
-            [ipv4]
-            method=auto
-            [ipv6]
-            method=disabled
-            """.write(toFile: profile, atomically: true, encoding: .utf8)
+        try recipe.profile(named: "Aroma-Guest").write(toFile: profile, atomically: true, encoding: .utf8)
         chmod(profile, 0o600)
-        try """
-            interface=\(prefix)s0
-            bind-interfaces
-            no-resolv
-            no-hosts
-            no-ping
-            dhcp-range=198.18.0.100,198.18.0.150,255.255.255.0,2m
-            dhcp-option=option:router,198.18.0.1
-            dhcp-option=option:dns-server,198.18.0.1
-            dhcp-option=114,"https://portal.example.test/api/captive"
-            address=/#/198.18.0.1
-            dhcp-leasefile=\(directory)/dnsmasq.leases
-            """.write(toFile: "\(directory)/dnsmasq.conf", atomically: true, encoding: .utf8)
-        let setup = """
-            set -e
-            ip netns add \(venue); ip netns add \(client)
-            ip link add \(prefix)s0 netns \(venue) type veth peer name \(interface) netns \(client)
-            ip -n \(venue) addr add 198.18.0.1/24 dev \(prefix)s0
-            ip -n \(venue) link set lo up; ip -n \(venue) link set \(prefix)s0 up
-            ip -n \(client) link set lo up; ip -n \(client) link set \(interface) up
-            """
-        guard try TwoNetworks.shell(setup) == 0 else {
+        try recipe.dnsmasqConfiguration(leaseTime: "2m", captivePortalAPI: "https://portal.example.test/api/captive")
+            .write(toFile: "\(directory)/dnsmasq.conf", atomically: true, encoding: .utf8)
+        guard try TwoNetworks.shell(recipe.namespacesScript) == 0 else {
             removeNamespaces()
             throw CocoaError(.featureUnsupported, userInfo: [NSLocalizedDescriptionKey: "cannot make the namespaces"])
         }
@@ -100,21 +59,9 @@ final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, tor
                                                                "--conf-file=\(directory)/dnsmasq.conf", "--pid-file=\(directory)/dnsmasq.pid"]))
     }
 
-    /// Starts NetworkManager in the client namespace, where /sys is mounted read-only (else it
-    /// waits for udev and leaves the device unmanaged) and its state directories are the
-    /// testbed's. A second start finds what the first left, as a restarted NetworkManager does.
+    /// Starts NetworkManager in the client namespace (see `NetworkManagerRecipe.networkManagerScript`).
     func startNetworkManager() throws {
-        let script = """
-            mount -o remount,bind,ro /sys
-            mkdir -p /run/NetworkManager
-            mount --bind \(directory)/run /run/NetworkManager
-            mount --bind \(directory)/varlib /var/lib/NetworkManager
-            mount --bind \(directory)/etc /etc/NetworkManager
-            exec /usr/sbin/NetworkManager --no-daemon --config=\(directory)/NetworkManager.conf --config-dir=\(directory)/conf.d \
-              --system-config-dir=\(directory)/sysconf.d --intern-config=\(directory)/varlib/intern.conf \
-              --state-file=\(directory)/varlib/NetworkManager.state --pid-file=\(directory)/run/nm.pid
-            """
-        networkManager = try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", client, "/bin/sh", "-c", script],
+        networkManager = try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", client, "/bin/sh", "-c", recipe.networkManagerScript],
                                                environment: ["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)"])
     }
 
@@ -144,12 +91,7 @@ final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, tor
     }
 
     private func removeNamespaces() {
-        // dhclient outlives the NetworkManager that started it: every process left in the
-        // namespaces is stopped by its id before they go.
-        _ = try? TwoNetworks.shell("""
-            for ns in \(client) \(venue); do for pid in $(ip netns pids $ns 2>/dev/null); do kill -9 $pid; done; done
-            for ns in \(client) \(venue); do ip netns del $ns 2>/dev/null; done; true
-            """)
+        _ = try? TwoNetworks.shell(recipe.removalScript)
     }
 
     deinit {
