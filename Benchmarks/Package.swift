@@ -21,6 +21,7 @@ let package = Package(
                 .product(name: "HotspotMetrics", package: "hotspot-helper"),
                 .product(name: "ScriptLibraries", package: "hotspot-helper"),
                 .product(name: "PortalSimulator", package: "hotspot-helper"),
+                .product(name: "TestbedRecipes", package: "hotspot-helper"),
             ],
             swiftSettings: [
                 .enableUpcomingFeature("ExistentialAny"),

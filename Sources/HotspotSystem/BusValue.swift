@@ -1,7 +1,7 @@
 /// A D-Bus value, as read from a message or to be written into one (`SystemBus`). Every
 /// type of the wire format has its case, so a value of a type nobody expected is still read
 /// whole and can be named in a message rather than end the reading.
-indirect enum BusValue: Sendable, Equatable {
+public indirect enum BusValue: Sendable, Equatable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
@@ -57,13 +57,13 @@ indirect enum BusValue: Sendable, Equatable {
         return self
     }
 
-    var string: String? {
+    public var string: String? {
         if case .string(let text) = unwrapped { return text }
         return nil
     }
 
     /// An object path other than `/`, which NetworkManager uses for "none".
-    var reference: String? {
+    public var reference: String? {
         if case .objectPath(let path) = unwrapped, path != "/" { return path }
         return nil
     }
@@ -74,7 +74,7 @@ indirect enum BusValue: Sendable, Equatable {
     }
 
     /// Any integer type that holds a value of 0 or more, widened.
-    var unsigned: UInt64? {
+    public var unsigned: UInt64? {
         switch unwrapped {
         case .byte(let value): UInt64(value)
         case .uint16(let value): UInt64(value)
@@ -107,7 +107,7 @@ indirect enum BusValue: Sendable, Equatable {
 
     /// A dictionary with string keys (`a{sv}`, `a{sa{sv}}`), its values' variants unwrapped;
     /// nil for anything else.
-    var stringKeyed: [String: BusValue]? {
+    public var stringKeyed: [String: BusValue]? {
         guard case .array(let element, let entries) = unwrapped, element.hasPrefix("{s") else { return nil }
         var dictionary: [String: BusValue] = [:]
         for case .dictionaryEntry(.string(let key), let value) in entries { dictionary[key] = value.unwrapped }

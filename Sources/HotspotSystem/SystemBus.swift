@@ -1,15 +1,15 @@
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #endif
 import CSystemd
 
 /// Why something on the bus failed: the D-Bus error's name and message, or a local failure.
-struct BusError: Error, CustomStringConvertible {
+public struct BusError: Error, CustomStringConvertible {
     /// The D-Bus error name (`org.freedesktop.DBus.Error.ServiceUnknown`); nil for a local failure.
-    let name: String?
-    let message: String
+    public let name: String?
+    public let message: String
 
-    var description: String { name.map { "\(message) (\($0))" } ?? message }
+    public var description: String { name.map { "\(message) (\($0))" } ?? message }
 
     init(name: String?, message: String) {
         self.name = name
@@ -23,17 +23,17 @@ struct BusError: Error, CustomStringConvertible {
 }
 
 /// A message the bus hands to a handler; valid only while the handler runs.
-struct BusMessage {
+public struct BusMessage {
     let pointer: OpaquePointer
 
-    var member: String? { hh_sd_bus_message_get_member(pointer).map { String(cString: $0) } }
-    var interface: String? { hh_sd_bus_message_get_interface(pointer).map { String(cString: $0) } }
-    var path: String? { hh_sd_bus_message_get_path(pointer).map { String(cString: $0) } }
+    public var member: String? { hh_sd_bus_message_get_member(pointer).map { String(cString: $0) } }
+    public var interface: String? { hh_sd_bus_message_get_interface(pointer).map { String(cString: $0) } }
+    public var path: String? { hh_sd_bus_message_get_path(pointer).map { String(cString: $0) } }
     /// The unique name (`:1.42`) of the connection that sent it.
     var sender: String? { hh_sd_bus_message_get_sender(pointer).map { String(cString: $0) } }
 
     /// Every value of the message's body, read from its start.
-    func values() throws(BusError) -> [BusValue] {
+    public func values() throws(BusError) -> [BusValue] {
         let rewound = hh_sd_bus_message_rewind(pointer, 1)
         guard rewound >= 0 else { throw BusError("cannot read a message", code: rewound) }
         var values: [BusValue] = []
@@ -114,8 +114,9 @@ struct BusMessage {
 /// One connection to the D-Bus system bus through libsystemd's sd-bus (DBUS_SYSTEM_BUS_ADDRESS,
 /// else the standard socket). sd-bus is not thread-safe, and its calls to Swift (the
 /// handlers) come from `dispatchPending`: a connection is made, used and closed on one
-/// thread, the one that polls it.
-final class SystemBus {
+/// thread, the one that polls it. Public for the bench, whose witness of NetworkManager's
+/// signals listens on the testbed's bus as the daemon does.
+public final class SystemBus {
     private let bus: OpaquePointer
     /// The handlers sd-bus holds by pointer; released once the connection is closed.
     private var handlers: [Unmanaged<Handler>] = []
@@ -128,7 +129,7 @@ final class SystemBus {
     /// Connects to the bus at `address` (`unix:path=...`), or to the system bus, or with
     /// `session` to the session bus of the user the process runs as (DBUS_SESSION_BUS_ADDRESS,
     /// else the user's standard socket).
-    init(address: String? = nil, session: Bool = false) throws(BusError) {
+    public init(address: String? = nil, session: Bool = false) throws(BusError) {
         if let failure = hh_systemd_load() {
             throw BusError(name: nil, message: "cannot use libsystemd for D-Bus: \(String(cString: failure))")
         }
@@ -159,8 +160,8 @@ final class SystemBus {
     }
 
     /// Calls a method and returns the values of its reply.
-    func call(_ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue] = [],
-              timeout: Duration = .seconds(10)) throws(BusError) -> [BusValue] {
+    public func call(_ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [BusValue] = [],
+                     timeout: Duration = .seconds(10)) throws(BusError) -> [BusValue] {
         var call: OpaquePointer?
         let made = hh_sd_bus_message_new_method_call(bus, &call, destination, path, interface, member)
         guard made >= 0, let call else { throw BusError("cannot call \(interface).\(member)", code: made) }
@@ -183,7 +184,7 @@ final class SystemBus {
     }
 
     /// Calls `handle` with every message matching `rule` (D-Bus match rule syntax).
-    func addMatch(_ rule: String, _ handle: @escaping (BusMessage) -> Void) throws(BusError) {
+    public func addMatch(_ rule: String, _ handle: @escaping (BusMessage) -> Void) throws(BusError) {
         // Returning false lets other matches see the message too.
         let handler = retain { handle($0); return false }
         let result = hh_sd_bus_add_match(bus, nil, rule, Self.trampoline, handler.toOpaque())
@@ -219,7 +220,7 @@ final class SystemBus {
 
     /// Runs the handlers of every message that has arrived, until none is left; throws once
     /// the connection is lost.
-    func dispatchPending() throws(BusError) {
+    public func dispatchPending() throws(BusError) {
         while true {
             let result = hh_sd_bus_process(bus, nil)
             guard result >= 0 else { throw BusError("the connection to the system bus ended", code: result) }
@@ -229,7 +230,7 @@ final class SystemBus {
 
     /// What to wait for before `dispatchPending` has work: the connection's descriptor and
     /// events, and sd-bus's next timeout in milliseconds (-1: none).
-    func waitRequest() throws(BusError) -> (descriptor: pollfd, timeoutMilliseconds: Int32) {
+    public func waitRequest() throws(BusError) -> (descriptor: pollfd, timeoutMilliseconds: Int32) {
         let descriptor = hh_sd_bus_get_fd(bus)
         let events = hh_sd_bus_get_events(bus)
         guard descriptor >= 0, events >= 0 else { throw BusError("the connection to the system bus ended", code: min(descriptor, events)) }

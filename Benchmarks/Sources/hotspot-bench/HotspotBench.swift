@@ -35,6 +35,9 @@ struct HotspotBench {
         figures += await measure("Person's page") { try await measurePersonPage() }
         figures += await measure("Metrics, per-command overhead") { [try await measureMetricsOverhead()] }
         figures += await measure("Metrics exposition, 100 helpers") { [try await measureMetricsExposition()] }
+        figures += await measure("NetworkManager, activation to evaluate") { try await measureActivationToEvaluate() }
+        figures += await measure("NetworkManager, PORTAL to maintain") { try await measurePortalToMaintain() }
+        figures += await measure("Idle daemon following NetworkManager") { try await measureIdleWakeUps() }
         print(render(figures))
         print("\nWhole run: \(duration(nanoseconds: nanoseconds(since: start))).")
     }

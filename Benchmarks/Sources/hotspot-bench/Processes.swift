@@ -78,6 +78,8 @@ final class ChildProcess {
     private let output: Int32
     /// Output read but not yet returned by `readLine`.
     private var unread: [UInt8] = []
+    /// When the last read of its output returned (CLOCK_MONOTONIC nanoseconds).
+    private var lastRead: Int64 = 0
 
     init(_ arguments: [String]) throws {
         // Close-on-exec, so a child started later does not hold this one's pipes open (and
@@ -134,20 +136,30 @@ final class ChildProcess {
         while true {
             let count = buffer.withUnsafeMutableBytes { read(output, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
+            if count > 0 { lastRead = Deadline.now.nanoseconds }
             return max(count, 0)
         }
     }
 
     /// Reads its output until a whole line contains `marker`, and returns that line; the
-    /// lines before it are consumed. Throws when the output ends first.
-    func readLine(containing marker: String) throws -> String {
+    /// lines before it are consumed. Throws when the output ends first, or when `deadline`
+    /// (CLOCK_MONOTONIC nanoseconds) passes first.
+    func readLine(containing marker: String, before deadline: Int64? = nil) throws -> String {
+        try stampedLine(containing: marker, before: deadline).line
+    }
+
+    /// `readLine(containing:before:)`, with when the line arrived: the CLOCK_MONOTONIC
+    /// nanoseconds at which the read that completed it returned. What is left unread after a
+    /// line always came with the last read, so a line found there arrived then too.
+    func stampedLine(containing marker: String, before deadline: Int64? = nil) throws -> (line: String, arrived: Int64) {
         var chunk = [UInt8](repeating: 0, count: 1 << 14)
         while true {
             while let newline = unread.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: unread[..<newline], as: UTF8.self)
                 unread.removeSubrange(...newline)
-                if line.contains(marker) { return line }
+                if line.contains(marker) { return (line, lastRead) }
             }
+            if let deadline, !outputArrives(before: deadline) { throw BenchError("no line with \(marker) in time") }
             let count = receive(into: &chunk)
             guard count > 0 else { throw BenchError("the output ended before a line with \(marker)") }
             unread += chunk[0..<count]
@@ -165,14 +177,21 @@ final class ChildProcess {
                 lines.append(String(decoding: unread[..<newline], as: UTF8.self))
                 unread.removeSubrange(...newline)
             }
-            let remaining = deadline - Deadline.now.nanoseconds
-            guard remaining > 0 else { return lines }
-            var ready = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
-            guard poll(&ready, 1, Int32(min(remaining / 1_000_000 + 1, 1000))) > 0 else { continue }
+            guard outputArrives(before: deadline) else { return lines }
             let count = receive(into: &chunk)
             guard count > 0 else { throw BenchError("the output ended before the time was up") }
             unread += chunk[0..<count]
         }
+    }
+
+    /// Waits until its output can be read; false when `deadline` (CLOCK_MONOTONIC
+    /// nanoseconds) passed first.
+    private func outputArrives(before deadline: Int64) -> Bool {
+        var ready = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+        while case let remaining = deadline - Deadline.now.nanoseconds, remaining > 0 {
+            if poll(&ready, 1, Int32(min(remaining / 1_000_000 + 1, 1000))) > 0 { return true }
+        }
+        return false
     }
 
     /// Asks it to stop with SIGTERM and waits for it; its wait status.
@@ -278,11 +297,16 @@ private func distinctResidentBytes(of pids: [pid_t]) -> Int? {
 
 /// A size field of a /proc file, such as the line "VmRSS:\t    2476 kB", in bytes.
 private func bytes(of field: String, in text: String) throws -> Int {
+    try number(of: field, in: text) * 1024
+}
+
+/// The number in a field of a /proc file, such as the line "voluntary_ctxt_switches:\t42".
+private func number(of field: String, in text: String) throws -> Int {
     let line = text.split(separator: "\n").first { $0.hasPrefix(field + ":") }
-    guard let line, let kilobytes = Int(line.filter(\.isNumber)) else {
+    guard let line, let number = Int(line.filter(\.isNumber)) else {
         throw BenchError("no \(field) in a /proc file")
     }
-    return kilobytes * 1024
+    return number
 }
 
 /// The processes whose parent is `parent`, from /proc/<pid>/stat (whose fourth field is
@@ -290,16 +314,70 @@ private func bytes(of field: String, in text: String) throws -> Int {
 /// because that lists each thread's children separately and the supervisor starts
 /// workers from whichever thread it is on.
 func childProcesses(of parent: pid_t) throws -> [pid_t] {
-    guard let directory = opendir("/proc") else { throw BenchError("cannot list /proc") }
+    try numberedEntries(of: "/proc").filter { pid in
+        // A process that ended since the listing has no stat any more.
+        guard pid != parent, let fields = try? statFields(of: pid), fields.count > 1 else { return false }
+        return pid_t(fields[1]) == parent
+    }
+}
+
+/// The entries of a /proc directory that are numbers: process ids in /proc, thread ids in
+/// /proc/<pid>/task.
+private func numberedEntries(of path: String) throws -> [pid_t] {
+    guard let directory = opendir(path) else { throw BenchError("cannot list \(path)") }
     defer { closedir(directory) }
-    var children: [pid_t] = []
+    var numbers: [pid_t] = []
     while let entry = readdir(directory) {
         let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        // A process that ended since the listing has no stat any more.
-        guard let pid = pid_t(name), pid != parent, let fields = try? statFields(of: pid) else { continue }
-        if fields.count > 1, pid_t(fields[1]) == parent { children.append(pid) }
+        if let number = pid_t(name) { numbers.append(number) }
     }
-    return children
+    return numbers
+}
+
+/// The context switches of every thread of a process and of its children (a daemon and its
+/// workers) over a window, sampled: each thread's voluntary and involuntary switches from
+/// /proc/<pid>/task/<tid>/status. A thread first seen after the first sample started within
+/// the window, so all of its switches count; one that ends between samples takes its last
+/// second's with it.
+struct ThreadSwitches {
+    struct Thread {
+        /// "daemon" or "worker", and the thread's name (its comm).
+        let owner: String
+        let name: String
+        let first: Int
+        var last: Int
+    }
+
+    private var threads: [pid_t: Thread] = [:]
+    private var sampled = false
+
+    /// Reads every thread of `root` and of its children now.
+    mutating func sample(root: pid_t) throws {
+        for pid in [root] + (try childProcesses(of: root)) {
+            for thread in try numberedEntries(of: "/proc/\(pid)/task") {
+                // A thread that ended since the listing has no status any more.
+                guard let status = try? readFile("/proc/\(pid)/task/\(thread)/status") else { continue }
+                let switches = try number(of: "voluntary_ctxt_switches", in: status) + number(of: "nonvoluntary_ctxt_switches", in: status)
+                if threads[thread] == nil {
+                    let name = status.split(separator: "\n").first { $0.hasPrefix("Name:") }?.dropFirst(5).filter { !$0.isWhitespace } ?? "?"
+                    threads[thread] = Thread(owner: pid == root ? "daemon" : "worker", name: name, first: sampled ? 0 : switches, last: switches)
+                }
+                threads[thread]?.last = switches
+            }
+        }
+        sampled = true
+    }
+
+    /// The switches within the window, all threads together.
+    var total: Int { threads.values.map { $0.last - $0.first }.reduce(0, +) }
+
+    /// The threads that switched, most first, those of one name in one process together:
+    /// "daemon's -qos.overcommit 60, worker's hotspot-helper 2".
+    var busiest: String {
+        let byName = Dictionary(threads.values.map { ("\($0.owner)'s \($0.name)", $0.last - $0.first) }, uniquingKeysWith: +)
+        let named = byName.filter { $0.value > 0 }.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { "\($0.key) \($0.value)" }
+        return named.isEmpty ? "none" : named.joined(separator: ", ")
+    }
 }
 
 /// The CPU time a process has used, user and system, in nanoseconds, from its CPU clock

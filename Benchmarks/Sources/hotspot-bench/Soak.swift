@@ -12,7 +12,8 @@ import PortalSimulator
 /// end; the goal is on what they still gained after that quarter. The run lasts
 /// HOTSPOT_BENCH_SOAK_SECONDS seconds (120 when unset), so a quick look can be shorter.
 func measureSoak() async throws -> [Figure] {
-    let seconds = try soakSeconds()
+    let seconds = try secondsFromEnvironment("HOTSPOT_BENCH_SOAK_SECONDS", unset: 120, within: 4...Double.greatestFiniteMagnitude,
+                                             described: "at least 4 (two expired sessions)")
     var settings = ScenarioSettings()
     settings.portalHost = "guest.grandhotel.example"
     settings.venueName = "Grand Hotel"
@@ -73,14 +74,6 @@ private func soak(_ portal: SimulatedPortal, state: ScratchDirectory, seconds: D
         goals: [.init(text: "growth < 1 MiB after \(quarter)", met: growth < 1 << 20)])
 }
 
-/// HOTSPOT_BENCH_SOAK_SECONDS, or the 2 minutes the goal is stated for.
-private func soakSeconds() throws -> Double {
-    guard let text = getenv("HOTSPOT_BENCH_SOAK_SECONDS").map({ String(cString: $0) }) else { return 120 }
-    guard let seconds = Double(text), seconds >= 4, seconds.isFinite else {
-        throw BenchError("HOTSPOT_BENCH_SOAK_SECONDS=\(text): give a number of seconds, at least 4 (two expired sessions)")
-    }
-    return seconds
-}
 
 /// The resident memory of the daemon and of each of its workers at one moment.
 private struct SoakSample {

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import LuaSandbox
 
 /// A set of measurements, sorted once so every percentile is a lookup.
@@ -29,4 +32,19 @@ struct Samples {
 /// Nanoseconds on CLOCK_MONOTONIC between `start` and now.
 func nanoseconds(since start: Int64) -> Double {
     Double(Deadline.now.nanoseconds - start)
+}
+
+/// CLOCK_MONOTONIC nanoseconds `seconds` from now, for a wait's deadline.
+func fromNow(seconds: Int) -> Int64 {
+    Deadline.after(.seconds(seconds)).nanoseconds
+}
+
+/// How long a run lasts, from the environment variable `name` (`unset` when it is not set);
+/// throws when it is not a number of seconds within `bounds`, which `described` puts in words.
+func secondsFromEnvironment(_ name: String, unset: Double, within bounds: ClosedRange<Double>, described: String) throws -> Double {
+    guard let text = getenv(name).map({ String(cString: $0) }) else { return unset }
+    guard let seconds = Double(text), bounds.contains(seconds) else {
+        throw BenchError("\(name)=\(text): give a number of seconds, \(described)")
+    }
+    return seconds
 }
