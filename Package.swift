@@ -119,11 +119,15 @@ let package = Package(
         .target(
             name: "PortalSimulator", dependencies: ["HotspotNetwork", "HTTPServing", "Locking", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
-        // What the two command-line executables share: options, event output, how they start.
+        // What the daemon's executor needs that Swift's Glibc module leaves out: timer
+        // descriptors and thread names.
+        .target(name: "CDaemonExecutor"),
+        // What the two command-line executables share: options, event output, how they start,
+        // and the daemon's executor.
         .target(
             name: "HotspotCommandLine",
             dependencies: [
-                "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox", "Locking",
+                "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox", "Locking", "CDaemonExecutor",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),

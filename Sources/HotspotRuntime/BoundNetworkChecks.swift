@@ -33,9 +33,11 @@ struct BoundNetworkChecks: NetworkChecks {
         let binding = binding(network)
         let allowsPlainHTTP = configuration.allowsPlainHTTPCaptivePortalAPI
         let deadline = ContinuousClock.now + configuration.commandDeadline
-        // libcurl blocks: off Swift concurrency's threads.
+        // libcurl blocks: off Swift concurrency's threads, on a queue of its own rather than a
+        // global one, whose thread pool libdispatch watches with a timer of 1 s for good (see
+        // the daemon's executor, DaemonExecutor).
         let fetched = await withCheckedContinuation { (continuation: CheckedContinuation<Result<CaptivePortalStatus?, HTTPFailure>, Never>) in
-            DispatchQueue.global().async {
+            DispatchQueue(label: "captive-portal-api").async {
                 continuation.resume(returning: Result { () throws(HTTPFailure) in
                     try CaptivePortalAPI.fetch(uri, binding: binding, allowsPlainHTTP: allowsPlainHTTP, deadline: deadline)
                 })

@@ -22,6 +22,11 @@ enum HotspotHelperMain {
         if arguments.first == Web.configuration.commandName {
             DevTools.replaceProcess(running: arguments, executable: DevTools.webExecutableName)
         }
+        // The daemon idles for hours between maintains: its tasks run on an executor that
+        // sleeps as long (see DaemonExecutor).
+        if arguments.first == Run.configuration.commandName {
+            DaemonExecutor.install()
+        }
         // The commands that run scripts: their worker starts while they parse and read scripts.
         let scriptCommands = [Connect.configuration, Run.configuration, Check.configuration, Networks.configuration].compactMap(\.commandName)
         if let name = arguments.first, scriptCommands.contains(name) {

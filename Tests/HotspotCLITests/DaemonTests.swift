@@ -380,6 +380,55 @@ struct DaemonTests {
         #expect(try await daemon.waitForExit() == 0)
     }
 
+    /// Idle between maintains, no thread of the daemon's or of its worker's wakes up. Swift
+    /// concurrency's default executor on Linux woke the daemon every second for good (the
+    /// monitor of libdispatch's thread pool); the daemon's own (DaemonExecutor) sleeps until
+    /// there is work, and its timers still bring each maintain.
+    @Test func anIdleDaemonDoesNotWakeUp() async throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["venue.lua": """
+            return { name = "Venue", hosts = {}, evaluate = function(cmd) return "high" end,
+                     authenticate = function(cmd) return "success" end, maintain = function(cmd) return "success" end }
+            """])
+        // No probes, no portal: nothing but the maintain timer is due.
+        let arguments = ["run", "--json", "--scripts", scripts, "--source", "interface:lo:Venue", "--state-dir", try CLI.temporaryDirectory(),
+                         "--probe-interval", "0"]
+        let timed = try RunningCLI(arguments + ["--maintain-interval", "0.2"])
+        try await timed.waitForEvent(count: 3, Self.isCommand("maintain"))
+        timed.signal(SIGTERM)
+        #expect(try await timed.waitForExit() == 0)
+
+        let idle = try RunningCLI(arguments + ["--maintain-interval", "3600"])
+        try await idle.waitForEvent(Self.isState("authenticated", "Venue"))
+        try await Task.sleep(for: .seconds(1))  // what follows a join settles: the worker's tidying, libcurl's loading
+        let pid = idle.process.processIdentifier
+        let before = Self.contextSwitches(of: pid)
+        try await Task.sleep(for: .seconds(5))
+        // By thread: the counts of a thread that ended meanwhile (an idle pool's) go with it.
+        let woke = Self.contextSwitches(of: pid).map { $0.value - (before[$0.key] ?? 0) }.reduce(0, +)
+        #expect(woke < 3, "\(woke) context switches in 5 s of idling")
+        idle.signal(SIGTERM)
+        #expect(try await idle.waitForExit() == 0)
+    }
+
+    /// The context switches so far of every thread of `pid` and of its child processes, by
+    /// the thread's /proc path.
+    static func contextSwitches(of pid: Int32) -> [String: Int] {
+        func threads(of pid: Int32) -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []).map { "/proc/\(pid)/task/\($0)" }
+        }
+        let tasks = threads(of: pid)
+        let children = Set(tasks.flatMap { task in
+            ((try? String(contentsOfFile: task + "/children", encoding: .utf8)) ?? "").split(separator: " ").compactMap { Int32($0) }
+        })
+        var switches: [String: Int] = [:]
+        for task in tasks + children.flatMap(threads) {
+            let status = (try? String(contentsOfFile: task + "/status", encoding: .utf8)) ?? ""
+            switches[task] = status.split(separator: "\n").filter { $0.contains("ctxt_switches:") }
+                .compactMap { Int($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") }.reduce(0, +)
+        }
+        return switches
+    }
+
     static func connectedSocket(_ path: String) throws -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = unixSocketAddress(path)
