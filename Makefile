@@ -56,8 +56,10 @@ release: deps
 	for product in $(RELEASE_PRODUCTS); do $(SWIFT) build -c release --static-swift-stdlib --product $$product || exit 1; done
 
 # The bench is a package of its own (Benchmarks/), so `make test` does not build it; it
-# measures the executables `make release` leaves in .build/release.
-bench: release peer
+# measures the executables `make release` leaves in .build/release. Its NetworkManager rows
+# run the tests' testbed (NetworkManager, dnsmasq, a private bus), so it installs what the
+# tests do.
+bench: test-deps release peer
 	$(SWIFT) build -c release --package-path Benchmarks
 	Benchmarks/.build/release/hotspot-bench
 
