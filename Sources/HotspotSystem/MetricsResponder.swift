@@ -43,7 +43,8 @@ public final class MetricsResponder: Sendable {
 
     /// What it listens on, with the port the system chose for port 0.
     public let address: ListenAddress
-    static let requestDeadline: Duration = .seconds(2)
+    /// The whole exchange's time, by default.
+    public static let requestDeadline: Duration = .seconds(2)
     static let maximumRequestSize = 8 * 1024
     /// Connections answered at once: a scrape comes every 15 s or so from each of a few
     /// Prometheus servers, so more are clients that stall.
@@ -52,8 +53,10 @@ public final class MetricsResponder: Sendable {
     private let listener: Int32
     private let wakeUp = WakeUpPipe()
 
-    /// Listens on `address` and answers every scrape with what `exposition` returns then.
-    public init(listening address: ListenAddress, exposition: @escaping @Sendable () async -> [UInt8]) throws(MetricsResponderError) {
+    /// Listens on `address` and answers every scrape with what `exposition` returns then,
+    /// giving each connection `requestDeadline` for its whole exchange.
+    public init(listening address: ListenAddress, requestDeadline: Duration = MetricsResponder.requestDeadline,
+                exposition: @escaping @Sendable () async -> [UInt8]) throws(MetricsResponderError) {
         guard var socketAddress = SocketAddress(literal: address.host, port: address.port) else {
             throw MetricsResponderError("\(address) is not an IP address and port")
         }
@@ -78,7 +81,9 @@ public final class MetricsResponder: Sendable {
         self.address = ListenAddress(host: address.host, port: port)
         self.listener = listener
         let wakeUp = self.wakeUp
-        DispatchQueue(label: "metrics-responder").async { Self.serve(listener, wakeUp: wakeUp, exposition: exposition) }
+        DispatchQueue(label: "metrics-responder").async {
+            Self.serve(listener, wakeUp: wakeUp, requestDeadline: requestDeadline, exposition: exposition)
+        }
     }
 
     /// Stops listening (the thread closes the socket).
@@ -86,7 +91,8 @@ public final class MetricsResponder: Sendable {
 
     deinit { stop() }
 
-    private static func serve(_ listener: Int32, wakeUp: WakeUpPipe, exposition: @escaping @Sendable () async -> [UInt8]) {
+    private static func serve(_ listener: Int32, wakeUp: WakeUpPipe, requestDeadline: Duration,
+                              exposition: @escaping @Sendable () async -> [UInt8]) {
         let answering = PlainLock(0)
         defer {
             close(listener)
@@ -115,15 +121,15 @@ public final class MetricsResponder: Sendable {
             // thread of its own while others wait on stalled clients (a concurrent queue's
             // threads are as many as the cores).
             DispatchQueue(label: "metrics-connection").async {
-                answer(connection, exposition: exposition)
+                answer(connection, until: ContinuousClock.now + requestDeadline, exposition: exposition)
                 close(connection)
                 answering.withLock { $0 -= 1 }
             }
         }
     }
 
-    private static func answer(_ connection: Int32, exposition: @escaping @Sendable () async -> [UInt8]) {
-        let end = ContinuousClock.now + requestDeadline
+    private static func answer(_ connection: Int32, until end: ContinuousClock.Instant,
+                               exposition: @escaping @Sendable () async -> [UInt8]) {
         guard let requestLine = readRequestLine(connection, until: end) else { return }
         let parts = requestLine.split(separator: " ")
         let response: [UInt8]

@@ -6,6 +6,17 @@ import TestSupport
 @Suite("Metrics responder")
 struct MetricsResponderTests {
     static let exposition = "hotspot_helper_build_info{version=\"1\"} 1\n"
+    /// Longer than any scrape takes on a loaded machine, so a stalled client is still there
+    /// when the scrape beside it is answered; the scrapes give up sooner (`scrapeTimeout`),
+    /// so a responder that waits for the stalled client fails the test instead of holding it.
+    static let stalledClientDeadline: Duration = .seconds(60)
+    static let scrapeTimeout = 20
+
+    static func responder() throws -> MetricsResponder {
+        try MetricsResponder(listening: try #require(.parse("127.0.0.1:0")), requestDeadline: stalledClientDeadline) {
+            Array(Self.exposition.utf8)
+        }
+    }
 
     /// A blocking TCP connection to 127.0.0.1:`port`.
     static func connect(_ port: UInt16) throws -> Int32 {
@@ -24,10 +35,13 @@ struct MetricsResponderTests {
         return descriptor
     }
 
-    /// GET /metrics on a new connection; everything the responder sent until it closed.
+    /// GET /metrics on a new connection; everything the responder sent until it closed, or
+    /// until `scrapeTimeout` seconds passed.
     static func scrape(_ port: UInt16) throws -> String {
         let descriptor = try connect(port)
         defer { close(descriptor) }
+        var timeout = timeval(tv_sec: scrapeTimeout, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let request = Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
         _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var answer: [UInt8] = []
@@ -47,7 +61,7 @@ struct MetricsResponderTests {
     /// deadline; meanwhile another scrape is answered (one connection at a time, it waited
     /// for the stalled one to be given up).
     @Test func aStalledClientDoesNotHoldUpAScrape() async throws {
-        let responder = try MetricsResponder(listening: try #require(.parse("127.0.0.1:0"))) { Array(Self.exposition.utf8) }
+        let responder = try Self.responder()
         defer { responder.stop() }
         let port = responder.address.port
         let stalled = try Self.connect(port)
@@ -57,10 +71,21 @@ struct MetricsResponderTests {
         #expect(!Self.isClosed(stalled), "the scrape was answered only once the stalled client was given up")
     }
 
+    /// A client that sends nothing is given up at its request's deadline, its thread freed.
+    @Test func aStalledClientIsGivenUpAtTheDeadline() async throws {
+        let responder = try MetricsResponder(listening: try #require(.parse("127.0.0.1:0")), requestDeadline: .milliseconds(200)) {
+            Array(Self.exposition.utf8)
+        }
+        defer { responder.stop() }
+        let stalled = try Self.connect(responder.address.port)
+        defer { close(stalled) }
+        try await eventually("the stalled client to be closed") { Self.isClosed(stalled) }
+    }
+
     /// Past `maximumConnections` stalled clients, one more is closed at once rather than
     /// given a thread, and scrapes are answered again once the stalled ones are gone.
     @Test func connectionsPastTheLimitAreClosedAtOnce() async throws {
-        let responder = try MetricsResponder(listening: try #require(.parse("127.0.0.1:0"))) { Array(Self.exposition.utf8) }
+        let responder = try Self.responder()
         defer { responder.stop() }
         let port = responder.address.port
         let stalled = try (0..<MetricsResponder.maximumConnections).map { _ in try Self.connect(port) }
