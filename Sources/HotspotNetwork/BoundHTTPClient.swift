@@ -44,6 +44,9 @@ public final class CookieJar: @unchecked Sendable {
     public static let maximumCookieSize = 4096
     public static let maximumCookiesPerDomain = 50
     public static let maximumCookies = 300
+    /// The connections a jar keeps open between requests: a login goes to its portal's one
+    /// or two hosts.
+    public static let maximumIdleConnections = 2
 
     /// After a request, drops what is over the limits from the handle's jar: cookies over
     /// `maximumCookieSize`, the oldest of a domain past `maximumCookiesPerDomain`, the oldest
@@ -214,6 +217,9 @@ public struct BoundHTTPClient: Sendable {
         if let cookies {
             code = try cookies.withShare { share throws(HTTPFailure) in
                 hh_curl_set_pointer(handle, CURLOPT_SHARE, share)
+                // A jar outlives its session (a worker keeps `jarLimit` of them), and so do its
+                // idle connections: a few at most, the oldest closed first.
+                hh_curl_set_long(handle, CURLOPT_MAXCONNECTS, CookieJar.maximumIdleConnections)
                 hh_curl_set_string(handle, CURLOPT_COOKIEFILE, "")
                 defer { hh_curl_set_pointer(handle, CURLOPT_SHARE, nil) }
                 let code = hh_curl_easy_perform(handle)

@@ -272,6 +272,18 @@ struct BoundHTTPClientTests {
         #expect(server.connections == 2)
     }
 
+    @Test func aSessionKeepsAFewConnectionsOnly() throws {
+        let servers = try (0...CookieJar.maximumIdleConnections).map { _ in try KeepAliveListener() }
+        defer { servers.forEach { $0.stop() } }
+        let session = CookieJar()
+        for server in servers + [servers[0]] {
+            #expect(try client(cookies: session).perform(HTTPRequest(url: "http://127.0.0.1:\(server.port)/")).status == 200)
+        }
+        // The first server's connection was the oldest when one too many were open.
+        #expect(servers[0].connections == 2)
+        #expect(servers.dropFirst().allSatisfy { $0.connections == 1 })
+    }
+
     /// A TCP listener that writes `reply` to its first client and closes; returns its port.
     func listenerAnswering(_ reply: String) throws -> Int {
         let (socket, port) = loopbackSocket(SOCK_STREAM)
