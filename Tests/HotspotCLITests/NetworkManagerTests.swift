@@ -9,8 +9,11 @@ import TestbedRecipes
 /// DNS, and the portal simulator at 198.18.0.1:80, which also answers NetworkManager's
 /// connectivity check (204 once logged in, a redirect before). NetworkManager uses dhclient,
 /// the one DHCP client of its that shows option 114. Everything is stopped by its process id
-/// and the namespaces deleted when the testbed is dropped.
-final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, torn down in deinit
+/// and the namespaces deleted by `tearDown`, or when the testbed is dropped. Setting it up,
+/// stopping NetworkManager and tearing down wait for processes: a test does them on a thread
+/// of its own (`onOwnThread`), not on one of Swift concurrency's few, which every other test
+/// of the process needs meanwhile.
+final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, torn down once by tearDown
     let recipe: NetworkManagerRecipe
     var client: String { recipe.client }
     var venue: String { recipe.venue }
@@ -19,6 +22,7 @@ final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, tor
     let bus: PrivateBus
     private var services: [BackgroundProcess] = []
     private var networkManager: BackgroundProcess?
+    private var tornDown = false
 
     static let unavailableReason: String? = {
         guard getuid() == 0 else { return "a real NetworkManager needs root (network namespaces, mounts); CI runs these tests as root" }
@@ -94,11 +98,17 @@ final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, tor
         _ = try? TwoNetworks.shell(recipe.removalScript)
     }
 
-    deinit {
+    /// Stops everything and deletes the namespaces; once.
+    func tearDown() {
+        guard !tornDown else { return }
+        tornDown = true
         stopNetworkManager()
         services.forEach { $0.stop() }
+        services = []
         removeNamespaces()
     }
+
+    deinit { tearDown() }
 }
 
 @Suite("run --source networkmanager, with a real NetworkManager", .serialized,
@@ -114,7 +124,7 @@ struct NetworkManagerTests {
     /// joined; NetworkManager stopped and started, the daemon reads it again and the network
     /// stays as it was.
     @Test func followsActivationDeactivationAndARestartOfNetworkManager() async throws {
-        let testbed = try NetworkManagerTestbed()
+        let testbed = try await onOwnThread { try NetworkManagerTestbed() }
         let scripts = try CLI.temporaryDirectory()
         try FileManager.default.copyItem(atPath: DaemonTests.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
         let daemon = try testbed.daemon(["--scripts", scripts, "--state-dir", try CLI.temporaryDirectory(),
@@ -143,7 +153,7 @@ struct NetworkManagerTests {
         #expect(daemon.events.filter(DaemonTests.isCommand("maintain")).count == 1, "joined again: the cached helper maintains")
 
         let statesBefore = daemon.events.filter { $0["event"] as? String == "state" }.count
-        testbed.stopNetworkManager()
+        try await onOwnThread { testbed.stopNetworkManager() }
         try await daemon.waitForEvent(Self.isMessage("NetworkManager left the system bus; its networks stay as they were until it is back"))
         try testbed.startNetworkManager()
         try await daemon.waitForEvent(count: 2, Self.isMessage("NetworkManager is on the system bus: reading its devices"))
@@ -156,5 +166,6 @@ struct NetworkManagerTests {
         try await daemon.waitForEvent(count: 2, DaemonTests.isState("inactive"))
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
+        try await onOwnThread { testbed.tearDown() }
     }
 }
