@@ -3,7 +3,9 @@
 SWIFT ?= swift
 # libsystemd-dev gives sd-bus's header (NetworkManager's D-Bus API, the desktop's notifications);
 # the library itself is opened when a daemon first connects to a bus.
-SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev libsystemd-dev lua5.4 pkg-config iproute2 curl openssl
+# dpkg-dev, gcc, make and zlib1g-dev build the project's own libcurl (below) from Debian's source.
+SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev libsystemd-dev lua5.4 pkg-config iproute2 curl openssl \
+	dpkg-dev gcc make zlib1g-dev
 # What only the tests use: a real headless browser for the person's page; systemd-analyze and
 # systemd-creds for the unit's and the credentials' tests; prometheus (about 19 MB to
 # download), whose server scrapes the daemon and whose promtool checks the exposition and the
@@ -12,7 +14,7 @@ SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lib
 # each on a dbus-daemon of the test's own.
 TEST_PACKAGES := chromium systemd prometheus dbus python3-dbusmock network-manager isc-dhcp-client dnsmasq-base
 
-.PHONY: all deps test-deps build release test demo bench peer check-sanitizers fuzz clean
+.PHONY: all deps test-deps build release install test demo bench peer check-sanitizers fuzz clean curl-library
 
 all: build
 
@@ -30,12 +32,48 @@ deps test-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-build: deps
+# libcurl for HTTP and HTTPS only, which the executables open from ../lib/hotspot-helper beside
+# their folder (docs/ARCHITECTURE.md, "The project's libcurl"): Debian's libcurl brings 30
+# libraries (Kerberos, LDAP, SSH, RTMP with GnuTLS) that only cost each process 2.5 ms of CPU
+# and 4 MiB to load. Built from Debian's source package of curl, its security patches
+# included, with OpenSSL and zlib from Debian. The source lists are read into the build
+# folder, so the machine's apt configuration is left as it is. About 30 s, once.
+CURL_LIBRARY := .build/$(shell uname -m)-unknown-linux-gnu/lib/hotspot-helper/libcurl.so.4
+CURL_SOURCE := .build/curl-source
+CURL_FEATURES := --with-openssl --with-zlib --with-ca-bundle=/etc/ssl/certs/ca-certificates.crt --with-ca-path=/etc/ssl/certs \
+	--without-brotli --without-zstd --without-libpsl --without-libidn2 --without-nghttp2 --without-librtmp --without-libssh2 \
+	--without-gssapi --without-libgsasl --disable-ldap --disable-ldaps --disable-rtsp --disable-dict --disable-telnet --disable-tftp --disable-pop3 \
+	--disable-imap --disable-smb --disable-smtp --disable-gopher --disable-mqtt --disable-ftp --disable-file --disable-manual \
+	--disable-ntlm --disable-ntlm-wb --disable-netrc --disable-libcurl-option --disable-alt-svc --disable-doh --disable-mime \
+	--disable-unix-sockets
+APT_SOURCE_OPTIONS := -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$(CURDIR)/$(CURL_SOURCE)/apt/sources \
+	-o Dir::State::Lists=$(CURDIR)/$(CURL_SOURCE)/apt/lists -o Dir::Cache=$(CURDIR)/$(CURL_SOURCE)/apt/cache \
+	-o Debug::NoLocking=true -o APT::Sandbox::User=$(shell id -un)
+curl-library: $(CURL_LIBRARY)
+$(CURL_LIBRARY): | deps
+	@set -e; rm -rf $(CURL_SOURCE); mkdir -p $(CURL_SOURCE)/apt/sources $(CURL_SOURCE)/apt/lists/partial $(CURL_SOURCE)/apt/cache; \
+	for list in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do \
+	  [ -f "$$list" ] && sed -n 's/^deb /deb-src /p' "$$list" >> $(CURL_SOURCE)/apt/sources/source.list; \
+	done; \
+	for list in /etc/apt/sources.list.d/*.sources; do \
+	  [ -f "$$list" ] && sed 's/^Types:.*/Types: deb-src/' "$$list" > $(CURL_SOURCE)/apt/sources/$$(basename "$$list"); \
+	done; \
+	echo "Building libcurl for HTTP and HTTPS from Debian's source of curl (once; see the Makefile)"; \
+	apt-get $(APT_SOURCE_OPTIONS) update -qq; \
+	cd $(CURL_SOURCE) && apt-get $(APT_SOURCE_OPTIONS) source --download-only -qq curl >/dev/null && \
+	dpkg-source --no-check -x curl_*.dsc curl >/dev/null && cd curl && \
+	./configure --quiet --disable-dependency-tracking --enable-shared --disable-static $(CURL_FEATURES) >/dev/null && \
+	$(MAKE) --quiet -C lib >/dev/null
+	mkdir -p $(dir $(CURL_LIBRARY))
+	cp $(CURL_SOURCE)/curl/lib/.libs/libcurl.so.4 $(CURL_LIBRARY)
+	rm -rf $(CURL_SOURCE)
+
+build: deps curl-library
 	$(SWIFT) build
 
 # The whole output is kept in .build/test-output.log; when a test fails, its issues are
 # printed again at the end, where a CI log's tail shows them.
-test: test-deps
+test: test-deps curl-library
 	$(SWIFT) build --build-tests
 	@{ $(SWIFT) test --skip-build 2>&1; echo $$? > .build/test-status; } | tee .build/test-output.log; \
 	status=$$(cat .build/test-status); \
@@ -52,8 +90,18 @@ demo: build
 # in, so the daemon and its worker processes (the same executable) share its pages.
 # Products only: the shared test support (Swift Testing) has no release build.
 RELEASE_PRODUCTS := hotspot-helper hotspot-helper-devtools hotspot-helper-web lua-sandbox-worker
-release: deps
+release: deps curl-library
 	for product in $(RELEASE_PRODUCTS); do $(SWIFT) build -c release --static-swift-stdlib --product $$product || exit 1; done
+
+# What a device installs (docs/GETTING-STARTED.md, "Deploy it"): the executable, which is
+# also its own worker, and the project's libcurl, which it opens from ../lib/hotspot-helper.
+# The person's page (`hotspot-helper web`) is hotspot-helper-web beside it, for devices with a
+# person at them.
+PREFIX ?= /usr/local
+install: release
+	install -D -m 0755 .build/release/hotspot-helper $(DESTDIR)$(PREFIX)/bin/hotspot-helper
+	install -D -m 0755 .build/release/hotspot-helper-web $(DESTDIR)$(PREFIX)/bin/hotspot-helper-web
+	install -D -m 0644 $(CURL_LIBRARY) $(DESTDIR)$(PREFIX)/lib/hotspot-helper/libcurl.so.4
 
 # The bench is a package of its own (Benchmarks/), so `make test` does not build it; it
 # measures the executables `make release` leaves in .build/release. Its NetworkManager rows

@@ -6,10 +6,17 @@ import TestSupport
 /// them: libxml2 (and the ICU it brings) by the first page or message a script reads, in that
 /// script's worker only; libsystemd (and the libraries it brings) by the first D-Bus
 /// connection, which only a daemon following NetworkManager, or the person's page on a
-/// desktop (for its notifications), makes.
+/// desktop (for its notifications), makes. libcurl is the project's own, HTTP and HTTPS
+/// only, where it is installed beside the executable, and Debian's where it is not.
 @Suite struct LibraryLoadingTests {
     /// libsystemd and the libraries only it brings here (libcurl brings libzstd too).
     static let systemd = ["libsystemd.so", "libgcrypt.so", "liblzma.so", "liblz4.so", "libcap.so"]
+
+    /// The project's libcurl (`make curl-library`), as `make test` leaves it beside the build's folder.
+    static let projectsLibcurl = "lib/hotspot-helper/libcurl.so.4"
+
+    /// Libraries that Debian's libcurl brings and the project's does not (it has OpenSSL and zlib only).
+    static let debiansLibcurlOnly = ["libgnutls.so", "libgssapi_krb5.so", "libldap-2.5.so", "librtmp.so", "libssh2.so", "libnghttp2.so"]
 
     /// The libraries of `pid` among `names`, from its memory map (read to the end: /proc
     /// files have no size).
@@ -89,5 +96,57 @@ import TestSupport
         _ = try await web.waitForExit()
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
+    }
+
+    @Test func theSupervisorAndItsWorkerLogInWithTheProjectsLibcurl() async throws {
+        let venue = try await DaemonTests.aromaVenue()
+        defer { Task { await venue.portal.stop() } }
+        let daemon = try RunningCLI(venue.arguments())
+        try await daemon.waitForEvent(DaemonTests.isState("authenticated"))
+        let supervisor = daemon.process.processIdentifier
+        let worker = try #require(try childProcesses(of: supervisor).first)
+        for process in [supervisor, worker] {
+            #expect(try Self.mapped([Self.projectsLibcurl], by: process) == [Self.projectsLibcurl],
+                    "no \(Self.projectsLibcurl) beside the build's folder? `make curl-library` builds it")
+            #expect(try Self.mapped(Self.debiansLibcurlOnly, by: process).isEmpty)
+        }
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
+    @Test func anExecutableInstalledWithoutItLogsInWithDebiansLibcurl() async throws {
+        // The executable alone in a folder of its own, as a device that installed only it.
+        let folder = try CLI.temporaryDirectory() + "/bin"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        let executable = folder + "/hotspot-helper"
+        try FileManager.default.copyItem(atPath: CLI.path, toPath: executable)
+        defer { try? FileManager.default.removeItem(atPath: executable) }
+        let venue = try await DaemonTests.aromaVenue()
+        defer { Task { await venue.portal.stop() } }
+        let daemon = try RunningCLI(venue.arguments(), executable: executable)
+        try await daemon.waitForEvent(DaemonTests.isState("authenticated"))
+        let supervisor = daemon.process.processIdentifier
+        let worker = try #require(try childProcesses(of: supervisor).first)
+        for process in [supervisor, worker] {
+            #expect(try Self.mapped(["libcurl.so.4"], by: process) == ["libcurl.so.4"])
+            #expect(try Self.mapped([Self.projectsLibcurl], by: process).isEmpty)
+            #expect(try Self.mapped(Self.debiansLibcurlOnly, by: process) == Set(Self.debiansLibcurlOnly))
+        }
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
+    @Test func aProjectsLibcurlThatCannotBeLoadedIsReportedNotPassedOver() async throws {
+        let root = try CLI.temporaryDirectory()
+        for folder in ["/bin", "/lib/hotspot-helper"] {
+            try FileManager.default.createDirectory(atPath: root + folder, withIntermediateDirectories: true)
+        }
+        let executable = root + "/bin/hotspot-helper"
+        try FileManager.default.copyItem(atPath: CLI.path, toPath: executable)
+        defer { try? FileManager.default.removeItem(atPath: executable) }
+        try "not a library".write(toFile: root + "/lib/hotspot-helper/libcurl.so.4", atomically: true, encoding: .utf8)
+        let probe = try await CLI.run(["probe", "--url", "http://127.0.0.1:1/generate_204"], executable: executable)
+        #expect(probe.status == 1)
+        #expect(probe.output.contains("cannot use libcurl: \(root)/bin/../lib/hotspot-helper/libcurl.so.4: file too short"), "\(probe.output)")
     }
 }

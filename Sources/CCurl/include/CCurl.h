@@ -16,8 +16,8 @@ typedef int (*hh_curl_progress_callback)(void *context, curl_off_t download_tota
 /// or dlerror()'s, valid for the life of the process). Call it before any function below.
 const char *hh_curl_load(void);
 
-/// Starts hh_curl_load on a thread of its own and returns at once: about 8 ms of mapping
-/// and relocating libcurl's two dozen libraries then overlap the work before the first
+/// Starts hh_curl_load on a thread of its own and returns at once: the milliseconds of
+/// mapping and relocating libcurl and OpenSSL then overlap the work before the first
 /// transfer, which waits only for what is left.
 void hh_curl_load_in_background(void);
 
