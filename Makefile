@@ -14,7 +14,7 @@ SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lib
 # each on a dbus-daemon of the test's own.
 TEST_PACKAGES := chromium systemd prometheus dbus python3-dbusmock network-manager isc-dhcp-client dnsmasq-base
 
-.PHONY: all deps test-deps build release install test demo bench peer check-sanitizers fuzz clean curl-library
+.PHONY: all deps test-deps profile-deps build release install test demo bench peer symbol-order check-sanitizers fuzz clean curl-library
 
 all: build
 
@@ -22,7 +22,8 @@ all: build
 # those the tests need as well.
 deps: PACKAGES = $(SYSTEM_PACKAGES)
 test-deps: PACKAGES = $(SYSTEM_PACKAGES) $(TEST_PACKAGES)
-deps test-deps:
+profile-deps: PACKAGES = $(SYSTEM_PACKAGES) valgrind python3
+deps test-deps profile-deps:
 	@missing=""; for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
@@ -90,7 +91,10 @@ demo: build
 # in, so the daemon and its worker processes (the same executable) share its pages.
 # Products only: the shared test support (Swift Testing) has no release build.
 RELEASE_PRODUCTS := hotspot-helper hotspot-helper-devtools hotspot-helper-web lua-sandbox-worker
+SYMBOL_ORDER := Sources/hotspot-helper/symbol-order.txt
 release: deps curl-library
+	@# SwiftPM does not know the linker reads the symbol order: a newer one relinks.
+	@if [ $(SYMBOL_ORDER) -nt .build/release/hotspot-helper ]; then rm -f .build/release/hotspot-helper; fi
 	for product in $(RELEASE_PRODUCTS); do $(SWIFT) build -c release --static-swift-stdlib --product $$product || exit 1; done
 
 # What a device installs (docs/GETTING-STARTED.md, "Deploy it"): the executable, which is
@@ -110,6 +114,15 @@ install: release
 bench: test-deps release peer
 	$(SWIFT) build -c release --package-path Benchmarks
 	Benchmarks/.build/release/hotspot-bench
+
+# The order of hotspot-helper's functions in its release build
+# (Sources/hotspot-helper/symbol-order.txt, which Package.swift hands to lld): the functions
+# that callgrind sees run in the demo, two logins with `connect` and a daemon's login,
+# maintains, status and reload (Benchmarks/SymbolOrder/profile.py), placed first. Run it after
+# changes to what a device runs; a stale list costs memory, not correctness. About a minute.
+symbol-order: profile-deps release
+	python3 Benchmarks/SymbolOrder/profile.py .build/release $(CURL_LIBRARY) $(SYMBOL_ORDER)
+	$(MAKE) release
 
 # The peer the bench measures the login beside: captivity-cli from PyPI, in a virtual
 # environment of the bench's own (not a dependency of anything here). Its release is a source

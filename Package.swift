@@ -8,6 +8,15 @@ let libxml2Headers = "/usr/include/libxml2"
 /// loader then reads a few KiB where gold's table took a megabyte, resident in every process.
 let packedRelocations: [LinkerSetting] = [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]
 
+/// The daemon's executable, released: the functions a device runs placed first, in the order
+/// of Sources/hotspot-helper/symbol-order.txt (`make symbol-order`), so they share fewer pages
+/// of code, which the idle daemon and its worker keep resident. Names the code no longer has
+/// are skipped.
+let functionsADeviceRunsFirst: [LinkerSetting] = [.unsafeFlags([
+    "-Xlinker", "--symbol-ordering-file=" + Context.packageDirectory + "/Sources/hotspot-helper/symbol-order.txt",
+    "-Xlinker", "--no-warn-symbol-ordering",
+], .when(configuration: .release))]
+
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
@@ -143,7 +152,8 @@ let package = Package(
                 "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "HotspotSystem", "HotspotNetwork", "LuaSandbox", "ScriptLibraries",
                 "HotspotMetrics", "Locking", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: swiftSettings, linkerSettings: packedRelocations),
+            exclude: ["symbol-order.txt"],
+            swiftSettings: swiftSettings, linkerSettings: packedRelocations + functionsADeviceRunsFirst),
         // demo, dev and simulate, with the portal simulator, which `hotspot-helper` runs for them
         // (execv, same arguments). Its engine's workers are `hotspot-helper` processes.
         .executableTarget(

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Writes the order in which lld places the functions of `hotspot-helper` (`make symbol-order`).
+
+The functions a device runs (the daemon, its worker, a login) are listed first, so they share
+as few pages of code as they can: the kernel maps 64 KiB around each page of code touched, and
+functions spread over 11 MB of code kept most of it resident in the idle daemon. The list is the
+functions that valgrind's callgrind saw run in the executable over:
+
+- `demo`: every bundled script logging in against its simulated venue (worker code);
+- `connect` with click-through.lua against `simulate` (a one-shot supervisor);
+- `run` with the bundled scripts: a login, a few maintains, `status`, a reload on SIGHUP and a
+  stop on SIGTERM (the daemon's supervisor).
+
+Usage: profile.py RELEASE_FOLDER CURL_LIBRARY OUTPUT. Names the executable no longer has are
+skipped by the linker, so a list that has grown stale costs only memory, never correctness.
+"""
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPTS = os.path.join(CHECKOUT, "Scripts")
+
+
+class Profiler:
+    """The executables laid out as installed in a folder of their own, run under callgrind."""
+
+    def __init__(self, release, curl_library, work):
+        self.work = work
+        self.profiles = os.path.join(work, "profiles")
+        os.makedirs(self.profiles)
+        # valgrind 3.19 cannot read the toolchain's DWARF 5: the executables are profiled
+        # without their debug information (the symbol table, which names the functions,
+        # stays), beside each other and the project's libcurl.
+        for folder in ("bin", "lib/hotspot-helper"):
+            os.makedirs(os.path.join(work, folder))
+        for name in ("hotspot-helper", "hotspot-helper-devtools"):
+            subprocess.run(["objcopy", "--strip-debug", os.path.join(release, name), os.path.join(work, "bin", name)], check=True)
+        shutil.copy(curl_library, os.path.join(work, "lib/hotspot-helper/libcurl.so.4"))
+        self.executable = os.path.join(work, "bin/hotspot-helper")
+
+    def start(self, arguments, **options):
+        # A dump every 500,000 basic blocks: a worker ends with SIGKILL, which leaves no
+        # final dump. From the checkout, where `demo` finds the bundled scripts.
+        callgrind = ["valgrind", "--tool=callgrind", "--trace-children=yes", "--demangle=no", "--dump-instr=no",
+                     "--compress-strings=no", "--compress-pos=no", "--dump-every-bb=500000",
+                     f"--callgrind-out-file={self.profiles}/%p.out", f"--log-file={self.work}/valgrind.%p.log"]
+        return subprocess.Popen(callgrind + [self.executable] + arguments, cwd=CHECKOUT, **options)
+
+    def run(self, what, arguments):
+        step(what)
+        if self.start(arguments, stdout=subprocess.DEVNULL).wait() != 0:
+            sys.exit(f"symbol-order: {what} failed under valgrind (its log: {self.work}/valgrind.*.log)")
+
+    def functions(self):
+        """The executable's functions in the order callgrind first names them: those it ran
+        ("fn=") and those they called ("cfn="), in profiles of the executable's object ("ob=")."""
+        names = []
+        seen = set()
+        for path in sorted(glob.glob(os.path.join(self.profiles, "*.out*"))):
+            current_object = called_object = None
+            with open(path, errors="replace") as profile:
+                for line in profile:
+                    key, _, value = line.rstrip("\n").partition("=")
+                    if key == "ob":
+                        current_object = value
+                    elif key == "cob":
+                        called_object = value
+                    elif key in ("fn", "cfn"):
+                        owner = called_object if key == "cfn" and called_object else current_object
+                        if key == "cfn":
+                            called_object = None
+                        # What callgrind could not find in the symbol table it names by address.
+                        if owner and owner.endswith("/hotspot-helper") and not value.startswith(("0x", "(")) and value not in seen:
+                            seen.add(value)
+                            names.append(value)
+        return names
+
+
+def step(what):
+    print(f"symbol-order: {what}", file=sys.stderr, flush=True)
+
+
+def start_simulator(release):
+    """Every scenario on free ports, and a DNS responder sending every name to 127.0.0.1;
+    the simulator and its ports by name."""
+    simulator = subprocess.Popen([os.path.join(release, "hotspot-helper-devtools"), "simulate", "--port", "0", "--dns-port", "0"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    ports = {}
+    while "dns" not in ports or "click-through" not in ports:
+        line = simulator.stdout.readline()
+        if not line:
+            sys.exit("symbol-order: the simulator did not start")
+        match = re.match(r"(\S+)\s+(?:http|udp)://127\.0\.0\.1:(\d+)", line)
+        if match:
+            ports[match.group(1)] = match.group(2)
+    return simulator, ports
+
+
+def profile_daemon(profiler, arguments, state):
+    """`run` to its third maintain, `status` and a reload on SIGHUP after the first, then SIGTERM."""
+    step("run, status, SIGHUP, SIGTERM")
+    daemon = profiler.start(["run", "--json", "--state-dir", state, "--maintain-interval", "2"] + arguments,
+                            stdout=subprocess.PIPE, text=True)
+    maintains = 0
+    for line in daemon.stdout:
+        if '"command":"maintain"' in line:
+            maintains += 1
+            if maintains == 1:
+                subprocess.run([profiler.executable, "status", "--state-dir", state], stdout=subprocess.DEVNULL)
+                daemon.send_signal(signal.SIGHUP)
+            if maintains == 3:
+                break
+    daemon.send_signal(signal.SIGTERM)
+    if daemon.wait(timeout=120) != 0:
+        sys.exit("symbol-order: run did not stop cleanly under valgrind")
+
+
+def main(release, curl_library, output):
+    work = tempfile.mkdtemp(prefix="symbol-order-")
+    try:
+        profiler = Profiler(release, curl_library, work)
+        profiler.run("demo", ["demo"])
+        simulator, ports = start_simulator(release)
+        try:
+            secrets = os.path.join(work, "secrets")
+            with open(secrets, "w") as file:
+                file.write("[campus]\nusername = guest\npassword = aroma-2026\nwifi_password = profile-wpa\n")
+            os.chmod(secrets, 0o600)
+            network = ["--resolver", "127.0.0.1:" + ports["dns"], "--deadline", "60",
+                       "--probe-url", f"http://connectivitycheck.demo.example:{ports['click-through']}/generate_204"]
+            profiler.run("connect", ["connect", "--json", "--scripts", os.path.join(SCRIPTS, "click-through.lua"),
+                                     "--ssid", "Terms-Guest"] + network)
+            subprocess.run(["curl", "--silent", "--output", "/dev/null", f"http://127.0.0.1:{ports['click-through']}/logout"])
+            profile_daemon(profiler, ["--scripts", SCRIPTS, "--secrets", secrets, "--source", "interface:lo:Terms-Guest"] + network,
+                           os.path.join(work, "state"))
+        finally:
+            simulator.terminate()
+            simulator.wait()
+        names = profiler.functions()
+    finally:
+        shutil.rmtree(work)
+    with open(output, "w") as file:
+        file.write("\n".join(names) + "\n")
+    step(f"{len(names)} functions written to {output}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
