@@ -123,9 +123,9 @@ public struct ConnectivityVerdict: Sendable, Equatable {
     }
 }
 
-/// Probes run in parallel over the bound network, each on a thread of its own; the verdict
-/// comes as soon as it is certain, and the probes still running are cancelled and left to
-/// end by themselves.
+/// Probes run in parallel over the bound network, each on a thread of its own (one probe alone
+/// on the caller's); the verdict comes as soon as it is certain, and the probes still running
+/// are cancelled and left to end by themselves.
 public enum ConnectivityProbe {
     public static func run(_ set: ProbeSet, binding: NetworkBinding, deadline: ContinuousClock.Instant? = nil,
                            link: NetworkLink = .system, findPortalURL: PortalURLFinder? = nil,
@@ -135,11 +135,16 @@ public enum ConnectivityProbe {
         let check = Check(Tally(total: probes.count, needed: needed, httpsCount: probes.count { $0.isHTTPS }))
         let start = ContinuousClock.now
         let stop: @Sendable () -> Bool = { isCancelled() || check.isSettled }
-        for probe in probes {
-            startThread {
-                check.record(attempt(probe, binding: binding, timeout: set.timeout, deadline: deadline, start: start,
-                                     findPortalURL: findPortalURL, isCancelled: stop))
-            }
+        let probing: @Sendable (Probe) -> Void = { probe in
+            check.record(attempt(probe, binding: binding, timeout: set.timeout, deadline: deadline, start: start,
+                                 findPortalURL: findPortalURL, isCancelled: stop))
+        }
+        // The caller waits for the verdict anyway: a probe alone runs on its thread, which
+        // saves starting one and waking the caller from it (a login's checks are one probe).
+        if probes.count == 1 {
+            probing(probes[0])
+        } else {
+            for probe in probes { startThread { probing(probe) } }
         }
         let (state, results) = check.waitForVerdict()
         let interface = binding.interface ?? link.defaultRouteInterface()

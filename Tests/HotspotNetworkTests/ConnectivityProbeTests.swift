@@ -1,5 +1,6 @@
 import Foundation
 import HotspotNetwork
+import Synchronization
 import Testing
 import TestSupport
 
@@ -150,6 +151,30 @@ struct ConnectivityProbeTests {
         let captive = try await check([hanging, "\(base)/portal", "\(base)/page", "\(base)/generate_204"], timeout: .seconds(60))
         #expect(captive.state == .captive)
         #expect(!captive.details.contains { $0.hasPrefix(hanging) })
+    }
+
+    /// What asked whether to stop: from which threads.
+    final class Askers: Sendable {
+        private let threads = Mutex<Set<UInt>>([])
+        var all: Set<UInt> { threads.withLock { $0 } }
+        func record() { threads.withLock { _ = $0.insert(UInt(pthread_self())) } }
+    }
+
+    @Test func aProbeAloneRunsOnTheCallersThreadAndSeveralInParallel() async throws {
+        let server = try await TestHTTPServer.start()
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(server.port)/probe"
+        for (specs, ownThread) in [(["\(base)/generate_204"], true), (["\(base)/generate_204", "\(base)/success"], false)] {
+            let set = try ProbeSet.parse(specs, threshold: 1, timeout: .seconds(5)).get()
+            let askers = Askers()
+            let (verdict, caller) = try await onOwnThread {
+                let verdict = ConnectivityProbe.run(set, binding: NetworkBinding(), isCancelled: { askers.record(); return false })
+                return (verdict, UInt(pthread_self()))
+            }
+            #expect(verdict.state == .connected)
+            #expect(!askers.all.isEmpty)
+            #expect(askers.all.contains(caller) == ownThread, "\(specs.count) probes")
+        }
     }
 
     @Test func aCheckCutShortIsStillDetermining() async throws {
