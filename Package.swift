@@ -72,13 +72,16 @@ let package = Package(
         .target(name: "LuaSandbox", dependencies: ["CLuaSandbox", "Spawning", "Locking"], swiftSettings: swiftSettings),
         // The engine's worker process with no extra host modules.
         .executableTarget(name: "lua-sandbox-worker", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
+        // Opens the project's own builds of libcurl and libxml2 where they are installed
+        // (the Makefile), the system's where not.
+        .target(name: "CLibraryLoading"),
         // libcurl, opened on first use (dlopen), and its variadic setters, which Swift cannot call.
-        .target(name: "CCurl"),
+        .target(name: "CCurl", dependencies: ["CLibraryLoading"]),
         // libxml2's tolerant HTML parser, opened on first use (dlopen), as libcurl is: linked, it
-        // and the ICU it brings were loaded into every process at its start. Its headers' folder
+        // (Debian's brings ICU) was loaded into every process at its start. Its headers' folder
         // is named here, as `pkg-config --cflags libxml-2.0` gives it on Debian: pkg-config
         // would also link the library.
-        .target(name: "CLibXML2", cSettings: [.unsafeFlags(["-I" + libxml2Headers])]),
+        .target(name: "CLibXML2", dependencies: ["CLibraryLoading"], cSettings: [.unsafeFlags(["-I" + libxml2Headers])]),
         // OpenSSL's digests, for the script libraries, also opened on first use.
         .target(name: "COpenSSLCrypto"),
         // The hotspot model and its state machine, with no I/O: helpers, persistence, the

@@ -1,11 +1,9 @@
 #include "CCurl.h"
 
+#include <CLibraryLoading.h>
 #include <dlfcn.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 // libcurl is opened with dlopen, not linked: loading it takes milliseconds (about 1 ms for
 // the project's own, HTTP and HTTPS only; 3-4 ms for Debian's, with its two dozen libraries:
@@ -29,37 +27,19 @@ static struct {
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const char *load_failure;
-static char library_path[PATH_MAX] = "libcurl.so.4";
-
-// The project's own libcurl (`make curl-library`) is lib/hotspot-helper/libcurl.so.4 beside
-// the executable's folder: /usr/local/lib/hotspot-helper for /usr/local/bin/hotspot-helper,
-// the build folder's for a build. Where there is none, Debian's, by its name. One that is
-// there but cannot be loaded is an error, not a reason to take another.
-static void find_library(void) {
-    char path[PATH_MAX];
-    static const char beside[] = "/../lib/hotspot-helper/libcurl.so.4";
-    ssize_t length = readlink("/proc/self/exe", path, sizeof path);
-    if (length <= 0 || (size_t)length >= sizeof path) return;
-    path[length] = 0;
-    char *folder_end = strrchr(path, '/');
-    if (!folder_end || (size_t)(folder_end - path) + sizeof beside > sizeof path) return;
-    memcpy(folder_end, beside, sizeof beside);
-    if (access(path, F_OK) == 0) memcpy(library_path, path, sizeof path);
-}
 
 static void load(void) {
     // Debian's libcurl, taken where the project's is not installed, brings GnuTLS through
     // librtmp, and GnuTLS initialises itself when loaded (its configuration, p11-kit's
     // modules): about 1 MiB resident for a library no transfer here uses (curl uses
-    // OpenSSL, and RTMP is never allowed). This variable,
-    // set only while loading, skips that; GnuTLS still initialises if anyone calls it.
+    // OpenSSL, and RTMP is never allowed). This variable, set only while loading, skips
+    // that; GnuTLS still initialises if anyone calls it.
     // It is the process's one change to its environment, made once: a thread reading the
     // environment meanwhile sees the variable or not, and processes spawned later do not
     // inherit it.
-    find_library();
     int was_set = getenv("GNUTLS_NO_IMPLICIT_INIT") != NULL;
     if (!was_set) setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0);
-    void *library = dlopen(library_path, RTLD_NOW | RTLD_LOCAL);
+    void *library = hh_open_library("libcurl.so.4");
     if (!was_set) unsetenv("GNUTLS_NO_IMPLICIT_INIT");
     if (!library) {
         load_failure = dlerror();

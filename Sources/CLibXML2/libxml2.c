@@ -1,5 +1,6 @@
 #include "CLibXML2.h"
 
+#include <CLibraryLoading.h>
 #include <dlfcn.h>
 #include <pthread.h>
 
@@ -19,7 +20,7 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const char *load_failure;
 
 static void load(void) {
-    void *library = dlopen("libxml2.so.2", RTLD_NOW | RTLD_LOCAL);
+    void *library = hh_open_library("libxml2.so.2");
     if (!library) {
         load_failure = dlerror();
         return;

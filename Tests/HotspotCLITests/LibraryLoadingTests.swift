@@ -6,17 +6,22 @@ import TestSupport
 /// them: libxml2 (and the ICU it brings) by the first page or message a script reads, in that
 /// script's worker only; libsystemd (and the libraries it brings) by the first D-Bus
 /// connection, which only a daemon following NetworkManager, or the person's page on a
-/// desktop (for its notifications), makes. libcurl is the project's own, HTTP and HTTPS
-/// only, where it is installed beside the executable, and Debian's where it is not.
+/// desktop (for its notifications), makes. libcurl and libxml2 are the project's own builds
+/// (HTTP and HTTPS only; no ICU) where they are installed beside the executable, and
+/// Debian's where they are not.
 @Suite struct LibraryLoadingTests {
     /// libsystemd and the libraries only it brings here (libcurl brings libzstd too).
     static let systemd = ["libsystemd.so", "libgcrypt.so", "liblzma.so", "liblz4.so", "libcap.so"]
 
-    /// The project's libcurl (`make curl-library`), as `make test` leaves it beside the build's folder.
+    /// The project's libcurl and libxml2 (`make private-libraries`), as `make test` leaves them
+    /// beside the build's folder.
     static let projectsLibcurl = "lib/hotspot-helper/libcurl.so.4"
+    static let projectsLibxml2 = "lib/hotspot-helper/libxml2.so.2"
 
-    /// Libraries that Debian's libcurl brings and the project's does not (it has OpenSSL and zlib only).
-    static let debiansLibcurlOnly = ["libgnutls.so", "libgssapi_krb5.so", "libldap-2.5.so", "librtmp.so", "libssh2.so", "libnghttp2.so"]
+    /// Libraries that Debian's libcurl and libxml2 bring and the project's do not (OpenSSL and
+    /// zlib only; iconv for encodings, not ICU).
+    static let debiansOnly = ["libgnutls.so", "libgssapi_krb5.so", "libldap-2.5.so", "librtmp.so", "libssh2.so", "libnghttp2.so",
+                              "libicuuc.so"]
 
     /// The libraries of `pid` among `names`, from its memory map (read to the end: /proc
     /// files have no size).
@@ -55,7 +60,8 @@ import TestSupport
         let logoff = try await CLI.run(["logoff", "Reading-Room", "--state-dir", state])
         #expect(logoff.status == 0, "\(logoff.errors)")
         try await daemon.waitForEvent(DaemonTests.isCommand("logoff"))
-        #expect(try Self.mapped(markup, by: worker) == Set(markup))
+        // The project's libxml2, which brings no ICU.
+        #expect(try Self.mapped(markup + [Self.projectsLibxml2], by: worker) == ["libxml2.so", Self.projectsLibxml2])
         #expect(try Self.mapped(markup, by: supervisor).isEmpty)
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
@@ -98,23 +104,26 @@ import TestSupport
         #expect(try await daemon.waitForExit() == 0)
     }
 
-    @Test func theSupervisorAndItsWorkerLogInWithTheProjectsLibcurl() async throws {
+    @Test func theSupervisorAndItsWorkerLogInWithTheProjectsLibraries() async throws {
+        // aroma.lua reads the portal's page.
         let venue = try await DaemonTests.aromaVenue()
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments())
         try await daemon.waitForEvent(DaemonTests.isState("authenticated"))
         let supervisor = daemon.process.processIdentifier
         let worker = try #require(try childProcesses(of: supervisor).first)
+        let projects = [Self.projectsLibcurl, Self.projectsLibxml2]
+        #expect(try Self.mapped(projects, by: worker) == Set(projects),
+                "none beside the build's folder? `make private-libraries` builds them")
+        #expect(try Self.mapped(projects, by: supervisor) == [Self.projectsLibcurl])
         for process in [supervisor, worker] {
-            #expect(try Self.mapped([Self.projectsLibcurl], by: process) == [Self.projectsLibcurl],
-                    "no \(Self.projectsLibcurl) beside the build's folder? `make curl-library` builds it")
-            #expect(try Self.mapped(Self.debiansLibcurlOnly, by: process).isEmpty)
+            #expect(try Self.mapped(Self.debiansOnly, by: process).isEmpty)
         }
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }
 
-    @Test func anExecutableInstalledWithoutItLogsInWithDebiansLibcurl() async throws {
+    @Test func anExecutableInstalledWithoutThemLogsInWithDebians() async throws {
         // The executable alone in a folder of its own, as a device that installed only it.
         let folder = try CLI.temporaryDirectory() + "/bin"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
@@ -127,10 +136,11 @@ import TestSupport
         try await daemon.waitForEvent(DaemonTests.isState("authenticated"))
         let supervisor = daemon.process.processIdentifier
         let worker = try #require(try childProcesses(of: supervisor).first)
+        let debians = ["libcurl.so.4", "libxml2.so.2"] + Self.debiansOnly
+        #expect(try Self.mapped(debians, by: worker) == Set(debians))
+        #expect(try Self.mapped(debians, by: supervisor) == Set(debians).subtracting(["libxml2.so.2", "libicuuc.so"]))
         for process in [supervisor, worker] {
-            #expect(try Self.mapped(["libcurl.so.4"], by: process) == ["libcurl.so.4"])
-            #expect(try Self.mapped([Self.projectsLibcurl], by: process).isEmpty)
-            #expect(try Self.mapped(Self.debiansLibcurlOnly, by: process) == Set(Self.debiansLibcurlOnly))
+            #expect(try Self.mapped([Self.projectsLibcurl, Self.projectsLibxml2], by: process).isEmpty)
         }
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)

@@ -170,6 +170,18 @@ extension ScriptLibraryTests {
         #expect(try run("return html.text(''), html.text('  \\n ')") == ["", ""])
     }
 
+    /// Pages in the encodings their `<meta charset>` names, beyond the few libxml2 reads by
+    /// itself: the project's libxml2 converts them with glibc's iconv (Debian's with ICU).
+    @Test(arguments: [
+        ("shift_jis", #"\x82\xb1\x82\xf1\x82\xc9\x82\xbf\x82\xcd"#, "こんにちは"),
+        ("windows-1251", #"\xcf\xf0\xe8\xe2\xe5\xf2"#, "Привет"),
+        ("windows-1252", #"Caf\xe9 \x80 5"#, "Café € 5"),
+        ("gb2312", #"\xc4\xe3\xba\xc3"#, "你好"),
+    ])
+    func pagesInTheirOwnEncodings(_ charset: String, _ bytes: String, _ text: String) throws {
+        #expect(try run("return html.text('<meta charset=\"\(charset)\"><p>\(bytes)</p>')") == [.string(Array(text.utf8))])
+    }
+
     @Test(arguments: [
         (#"<meta http-equiv="refresh" content="5; url=/next">"#, "nil", ["delay": 5, "url": "/next"]),
         (#"<meta http-equiv="refresh" content="5; url=/next">"#, "'http://portal.example/a/b'", ["delay": 5, "url": "http://portal.example/next"]),
