@@ -152,7 +152,7 @@ bench: test-deps release peer
 # maintains, status and reload (Benchmarks/SymbolOrder/profile.py), placed first. Run it after
 # changes to what a device runs; a stale list costs memory, not correctness. About a minute.
 symbol-order: profile-deps release
-	python3 Benchmarks/SymbolOrder/profile.py .build/release $(CURL_LIBRARY) $(SYMBOL_ORDER)
+	python3 Benchmarks/SymbolOrder/profile.py .build/release $(PRIVATE_LIBRARIES) $(SYMBOL_ORDER)
 	$(MAKE) release
 
 # The peer the bench measures the login beside: captivity-cli from PyPI, in a virtual

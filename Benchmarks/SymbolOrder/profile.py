@@ -11,7 +11,7 @@ functions that valgrind's callgrind saw run in the executable over:
 - `run` with the bundled scripts: a login, a few maintains, `status`, a reload on SIGHUP and a
   stop on SIGTERM (the daemon's supervisor).
 
-Usage: profile.py RELEASE_FOLDER CURL_LIBRARY OUTPUT. Names the executable no longer has are
+Usage: profile.py RELEASE_FOLDER PRIVATE_LIBRARIES_FOLDER OUTPUT. Names the executable no longer has are
 skipped by the linker, so a list that has grown stale costs only memory, never correctness.
 """
 import glob
@@ -30,18 +30,17 @@ SCRIPTS = os.path.join(CHECKOUT, "Scripts")
 class Profiler:
     """The executables laid out as installed in a folder of their own, run under callgrind."""
 
-    def __init__(self, release, curl_library, work):
+    def __init__(self, release, libraries, work):
         self.work = work
         self.profiles = os.path.join(work, "profiles")
         os.makedirs(self.profiles)
         # valgrind 3.19 cannot read the toolchain's DWARF 5: the executables are profiled
         # without their debug information (the symbol table, which names the functions,
-        # stays), beside each other and the project's libcurl.
-        for folder in ("bin", "lib/hotspot-helper"):
-            os.makedirs(os.path.join(work, folder))
+        # stays), beside each other and the project's libcurl and libxml2.
+        os.makedirs(os.path.join(work, "bin"))
         for name in ("hotspot-helper", "hotspot-helper-devtools"):
             subprocess.run(["objcopy", "--strip-debug", os.path.join(release, name), os.path.join(work, "bin", name)], check=True)
-        shutil.copy(curl_library, os.path.join(work, "lib/hotspot-helper/libcurl.so.4"))
+        shutil.copytree(libraries, os.path.join(work, "lib/hotspot-helper"))
         self.executable = os.path.join(work, "bin/hotspot-helper")
 
     def start(self, arguments, **options):
@@ -58,10 +57,11 @@ class Profiler:
             sys.exit(f"symbol-order: {what} failed under valgrind (its log: {self.work}/valgrind.*.log)")
 
     def functions(self):
-        """The executable's functions in the order callgrind first names them: those it ran
-        ("fn=") and those they called ("cfn="), in profiles of the executable's object ("ob=")."""
-        names = []
-        seen = set()
+        """The executable's functions that callgrind saw: those it ran ("fn=") and those they
+        called ("cfn="), in profiles of the executable's object ("ob="). Sorted, so that a list
+        made again differs only by the functions that came or went: their order among
+        themselves matters little, as they are placed together."""
+        names = set()
         for path in sorted(glob.glob(os.path.join(self.profiles, "*.out*"))):
             current_object = called_object = None
             with open(path, errors="replace") as profile:
@@ -76,10 +76,9 @@ class Profiler:
                         if key == "cfn":
                             called_object = None
                         # What callgrind could not find in the symbol table it names by address.
-                        if owner and owner.endswith("/hotspot-helper") and not value.startswith(("0x", "(")) and value not in seen:
-                            seen.add(value)
-                            names.append(value)
-        return names
+                        if owner and owner.endswith("/hotspot-helper") and not value.startswith(("0x", "(")):
+                            names.add(value)
+        return sorted(names)
 
 
 def step(what):
@@ -121,10 +120,10 @@ def profile_daemon(profiler, arguments, state):
         sys.exit("symbol-order: run did not stop cleanly under valgrind")
 
 
-def main(release, curl_library, output):
+def main(release, libraries, output):
     work = tempfile.mkdtemp(prefix="symbol-order-")
     try:
-        profiler = Profiler(release, curl_library, work)
+        profiler = Profiler(release, libraries, work)
         profiler.run("demo", ["demo"])
         simulator, ports = start_simulator(release)
         try:
