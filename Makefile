@@ -120,10 +120,12 @@ demo: build
 # in, so the daemon and its worker processes (the same executable) share its pages.
 # Products only: the shared test support (Swift Testing) has no release build.
 RELEASE_PRODUCTS := hotspot-helper hotspot-helper-devtools hotspot-helper-web lua-sandbox-worker
-SYMBOL_ORDER := Sources/hotspot-helper/symbol-order.txt
+ORDERED_PRODUCTS := hotspot-helper hotspot-helper-web
 release: deps private-libraries
 	@# SwiftPM does not know the linker reads the symbol order: a newer one relinks.
-	@if [ $(SYMBOL_ORDER) -nt .build/release/hotspot-helper ]; then rm -f .build/release/hotspot-helper; fi
+	@for product in $(ORDERED_PRODUCTS); do \
+	  if [ Sources/$$product/symbol-order.txt -nt .build/release/$$product ]; then rm -f .build/release/$$product; fi; \
+	done
 	for product in $(RELEASE_PRODUCTS); do $(SWIFT) build -c release --static-swift-stdlib --product $$product || exit 1; done
 
 # What a device installs (docs/GETTING-STARTED.md, "Deploy it"): the executable, which is
@@ -146,13 +148,14 @@ bench: test-deps release peer
 	$(SWIFT) build -c release --package-path Benchmarks
 	Benchmarks/.build/release/hotspot-bench
 
-# The order of hotspot-helper's functions in its release build
-# (Sources/hotspot-helper/symbol-order.txt, which Package.swift hands to lld): the functions
-# that callgrind sees run in the demo, two logins with `connect` and a daemon's login,
-# maintains, status and reload (Benchmarks/SymbolOrder/profile.py), placed first. Run it after
-# changes to what a device runs; a stale list costs memory, not correctness. About a minute.
+# The order of the functions of hotspot-helper and hotspot-helper-web in their release builds
+# (Sources/PRODUCT/symbol-order.txt, which Package.swift hands to lld): the functions that
+# callgrind sees run in the demo, a login with `connect` and a daemon's login, maintains,
+# status, person's page and reload (Benchmarks/SymbolOrder/profile.py), placed first. Run it
+# after changes to what a device runs; a stale list costs memory, not correctness. About a
+# minute.
 symbol-order: profile-deps release
-	python3 Benchmarks/SymbolOrder/profile.py .build/release $(PRIVATE_LIBRARIES) $(SYMBOL_ORDER)
+	python3 Benchmarks/SymbolOrder/profile.py .build/release $(PRIVATE_LIBRARIES)
 	$(MAKE) release
 
 # The peer the bench measures the login beside: captivity-cli from PyPI, in a virtual

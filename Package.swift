@@ -8,14 +8,16 @@ let libxml2Headers = "/usr/include/libxml2"
 /// loader then reads a few KiB where gold's table took a megabyte, resident in every process.
 let packedRelocations: [LinkerSetting] = [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]
 
-/// The daemon's executable, released: the functions a device runs placed first, in the order
-/// of Sources/hotspot-helper/symbol-order.txt (`make symbol-order`), so they share fewer pages
-/// of code, which the idle daemon and its worker keep resident. Names the code no longer has
-/// are skipped.
-let functionsADeviceRunsFirst: [LinkerSetting] = [.unsafeFlags([
-    "-Xlinker", "--symbol-ordering-file=" + Context.packageDirectory + "/Sources/hotspot-helper/symbol-order.txt",
-    "-Xlinker", "--no-warn-symbol-ordering",
-], .when(configuration: .release))]
+/// The daemon's and the person's page's executables, released: the functions a device runs
+/// placed first, in the order of Sources/TARGET/symbol-order.txt (`make symbol-order`), so
+/// they share fewer pages of code, which the idle processes keep resident. Names the code no
+/// longer has are skipped.
+func functionsADeviceRunsFirst(_ target: String) -> [LinkerSetting] {
+    [.unsafeFlags([
+        "-Xlinker", "--symbol-ordering-file=" + Context.packageDirectory + "/Sources/" + target + "/symbol-order.txt",
+        "-Xlinker", "--no-warn-symbol-ordering",
+    ], .when(configuration: .release))]
+}
 
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
@@ -156,7 +158,7 @@ let package = Package(
                 "HotspotMetrics", "Locking", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             exclude: ["symbol-order.txt"],
-            swiftSettings: swiftSettings, linkerSettings: packedRelocations + functionsADeviceRunsFirst),
+            swiftSettings: swiftSettings, linkerSettings: packedRelocations + functionsADeviceRunsFirst("hotspot-helper")),
         // demo, dev and simulate, with the portal simulator, which `hotspot-helper` runs for them
         // (execv, same arguments). Its engine's workers are `hotspot-helper` processes.
         .executableTarget(
@@ -176,7 +178,8 @@ let package = Package(
         .executableTarget(
             name: "hotspot-helper-web",
             dependencies: ["PersonPage", "Spawning", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            swiftSettings: swiftSettings, linkerSettings: packedRelocations),
+            exclude: ["symbol-order.txt"],
+            swiftSettings: swiftSettings, linkerSettings: packedRelocations + functionsADeviceRunsFirst("hotspot-helper-web")),
         // A small example of the engine on its own, without hotspots.
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // What several test targets share: waiting on conditions, blocking work off Swift

@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""Writes the order in which lld places the functions of `hotspot-helper` (`make symbol-order`).
+"""Writes the order in which lld places the functions of `hotspot-helper` and
+`hotspot-helper-web` (`make symbol-order`).
 
-The functions a device runs (the daemon, its worker, a login) are listed first, so they share
-as few pages of code as they can: the kernel maps 64 KiB around each page of code touched, and
-functions spread over 11 MB of code kept most of it resident in the idle daemon. The list is the
-functions that valgrind's callgrind saw run in the executable over:
+The functions a device runs (the daemon, its worker, a login, the person's page) are listed
+first, so they share as few pages of code as they can: the kernel maps 64 KiB around each page
+of code touched, and functions spread over 11 MB of code kept most of it resident in the idle
+daemon. Each list is the functions that valgrind's callgrind saw run in that executable over:
 
 - `demo`: every bundled script logging in against its simulated venue (worker code);
 - `connect` with click-through.lua against `simulate` (a one-shot supervisor);
-- `run` with the bundled scripts: a login, a few maintains, `status`, a reload on SIGHUP and a
-  stop on SIGTERM (the daemon's supervisor).
+- `run` with the bundled scripts: a login, a few maintains, `status`, the person's page
+  (`web`: the page, its script, style, status and events, a helper disabled and enabled), a
+  reload on SIGHUP and a stop on SIGTERM (the daemon's supervisor).
 
-Usage: profile.py RELEASE_FOLDER PRIVATE_LIBRARIES_FOLDER OUTPUT. Names the executable no longer has are
-skipped by the linker, so a list that has grown stale costs only memory, never correctness.
+Usage: profile.py RELEASE_FOLDER PRIVATE_LIBRARIES_FOLDER; it writes
+Sources/EXECUTABLE/symbol-order.txt. Names the executable no longer has are skipped by the
+linker, so a list that has grown stale costs only memory, never correctness.
 """
 import glob
 import os
@@ -25,6 +28,7 @@ import tempfile
 
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(CHECKOUT, "Scripts")
+ORDERED = ("hotspot-helper", "hotspot-helper-web")
 
 
 class Profiler:
@@ -38,7 +42,7 @@ class Profiler:
         # without their debug information (the symbol table, which names the functions,
         # stays), beside each other and the project's libcurl and libxml2.
         os.makedirs(os.path.join(work, "bin"))
-        for name in ("hotspot-helper", "hotspot-helper-devtools"):
+        for name in ("hotspot-helper", "hotspot-helper-devtools", "hotspot-helper-web"):
             subprocess.run(["objcopy", "--strip-debug", os.path.join(release, name), os.path.join(work, "bin", name)], check=True)
         shutil.copytree(libraries, os.path.join(work, "lib/hotspot-helper"))
         self.executable = os.path.join(work, "bin/hotspot-helper")
@@ -56,11 +60,11 @@ class Profiler:
         if self.start(arguments, stdout=subprocess.DEVNULL).wait() != 0:
             sys.exit(f"symbol-order: {what} failed under valgrind (its log: {self.work}/valgrind.*.log)")
 
-    def functions(self):
-        """The executable's functions that callgrind saw: those it ran ("fn=") and those they
-        called ("cfn="), in profiles of the executable's object ("ob="). Sorted, so that a list
-        made again differs only by the functions that came or went: their order among
-        themselves matters little, as they are placed together."""
+    def functions(self, executable):
+        """The functions of `executable` that callgrind saw: those it ran ("fn=") and those
+        they called ("cfn="), in profiles of that object ("ob="). Sorted, so that a list made
+        again differs only by the functions that came or went: their order among themselves
+        matters little, as they are placed together."""
         names = set()
         for path in sorted(glob.glob(os.path.join(self.profiles, "*.out*"))):
             current_object = called_object = None
@@ -76,7 +80,7 @@ class Profiler:
                         if key == "cfn":
                             called_object = None
                         # What callgrind could not find in the symbol table it names by address.
-                        if owner and owner.endswith("/hotspot-helper") and not value.startswith(("0x", "(")):
+                        if owner and owner.endswith("/" + executable) and not value.startswith(("0x", "(")):
                             names.add(value)
         return sorted(names)
 
@@ -102,8 +106,9 @@ def start_simulator(release):
 
 
 def profile_daemon(profiler, arguments, state):
-    """`run` to its third maintain, `status` and a reload on SIGHUP after the first, then SIGTERM."""
-    step("run, status, SIGHUP, SIGTERM")
+    """`run` to its third maintain, `status`, the person's page and a reload on SIGHUP after
+    the first, then SIGTERM."""
+    step("run, status, web, SIGHUP, SIGTERM")
     daemon = profiler.start(["run", "--json", "--state-dir", state, "--maintain-interval", "2"] + arguments,
                             stdout=subprocess.PIPE, text=True)
     maintains = 0
@@ -112,6 +117,7 @@ def profile_daemon(profiler, arguments, state):
             maintains += 1
             if maintains == 1:
                 subprocess.run([profiler.executable, "status", "--state-dir", state], stdout=subprocess.DEVNULL)
+                profile_page(profiler, state)
                 daemon.send_signal(signal.SIGHUP)
             if maintains == 3:
                 break
@@ -120,7 +126,30 @@ def profile_daemon(profiler, arguments, state):
         sys.exit("symbol-order: run did not stop cleanly under valgrind")
 
 
-def main(release, libraries, output):
+def profile_page(profiler, state):
+    """`web` as a browser uses it: the page with its token, its script, style and status with
+    the session cookie, and its event stream while a helper is disabled and enabled."""
+    web = profiler.start(["web", "--state-dir", state, "--no-open"], stdout=subprocess.PIPE, text=True)
+    try:
+        address = next((line for line in web.stdout if "?token=" in line), None)
+        match = address and re.search(r"(http://127\.0\.0\.1:\d+)/\?token=(\S+)", address)
+        if not match:
+            sys.exit("symbol-order: hotspot-helper web printed no address")
+        base, token = match.groups()
+        fetch = ["curl", "--silent", "--output", "/dev/null", "--max-time", "60", "--cookie", f"hh_session={token}"]
+        subprocess.run(fetch + [f"{base}/?token={token}"])
+        for path in ("/app.js", "/style.css", "/api/status"):
+            subprocess.run(fetch + [base + path])
+        events = subprocess.Popen(fetch[:-4] + ["--max-time", "8", "--cookie", f"hh_session={token}", base + "/api/events"])
+        for change in ("disable", "enable"):
+            subprocess.run([profiler.executable, change, "--helper", "click-through", "--state-dir", state], stdout=subprocess.DEVNULL)
+        events.wait()
+    finally:
+        web.send_signal(signal.SIGTERM)
+        web.wait(timeout=60)
+
+
+def main(release, libraries):
     work = tempfile.mkdtemp(prefix="symbol-order-")
     try:
         profiler = Profiler(release, libraries, work)
@@ -141,13 +170,15 @@ def main(release, libraries, output):
         finally:
             simulator.terminate()
             simulator.wait()
-        names = profiler.functions()
+        lists = {executable: profiler.functions(executable) for executable in ORDERED}
     finally:
         shutil.rmtree(work)
-    with open(output, "w") as file:
-        file.write("\n".join(names) + "\n")
-    step(f"{len(names)} functions written to {output}")
+    for executable, names in lists.items():
+        output = os.path.join(CHECKOUT, "Sources", executable, "symbol-order.txt")
+        with open(output, "w") as file:
+            file.write("\n".join(names) + "\n")
+        step(f"{len(names)} functions written to {os.path.relpath(output, CHECKOUT)}")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:3])
