@@ -2,6 +2,7 @@
 
 #include <CLibraryLoading.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -28,19 +29,25 @@ static struct {
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const char *load_failure;
 
-static void load(void) {
-    // Debian's libcurl, taken where the project's is not installed, brings GnuTLS through
-    // librtmp, and GnuTLS initialises itself when loaded (its configuration, p11-kit's
-    // modules): about 1 MiB resident for a library no transfer here uses (curl uses
-    // OpenSSL, and RTMP is never allowed). This variable, set only while loading, skips
-    // that; GnuTLS still initialises if anyone calls it.
-    // It is the process's one change to its environment, made once: a thread reading the
-    // environment meanwhile sees the variable or not, and processes spawned later do not
-    // inherit it.
+/// Debian's libcurl, taken where the project's is not installed, brings GnuTLS through
+/// librtmp, and GnuTLS initialises itself when loaded (its configuration, p11-kit's modules):
+/// about 1 MiB resident for a library no transfer here uses (curl uses OpenSSL, and RTMP is
+/// never allowed). This variable, set only while loading, skips that; GnuTLS still
+/// initialises if anyone calls it. It is then the process's one change to its environment,
+/// made once: a thread reading the environment meanwhile sees the variable or not, and
+/// processes spawned later do not inherit it.
+static void *open_debians(void) {
     int was_set = getenv("GNUTLS_NO_IMPLICIT_INIT") != NULL;
     if (!was_set) setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0);
-    void *library = hh_open_library("libcurl.so.4");
+    void *library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
     if (!was_set) unsetenv("GNUTLS_NO_IMPLICIT_INIT");
+    return library;
+}
+
+static void load(void) {
+    char path[PATH_MAX];
+    void *library = hh_private_library_path("libcurl.so.4", path, sizeof path) ? dlopen(path, RTLD_NOW | RTLD_LOCAL)
+                                                                              : open_debians();
     if (!library) {
         load_failure = dlerror();
         return;

@@ -58,15 +58,17 @@ extension HelperScript {
     /// every problem is reported, with its line where the source shows it.
     public static func load(path: String, text: String, into engine: LuaEngine) async -> Result<HelperScript, ScriptProblems> {
         let handle: ScriptHandle
+        let description: CallOutcome
         do {
-            handle = try await engine.load(ScriptSource(path: path, text: text))
+            // What the script returned, described by the prelude, in the load's round trip.
+            (handle, description) = try await engine.load(ScriptSource(path: path, text: text), thenCalling: "describe")
         } catch {
             return .failure(ScriptProblems(problems: [ScriptProblem(location: error.location.map { untruncated($0, path: path) } ?? path,
                                                                          message: messageWithoutLocation(error))]))
         }
         let described: LuaValue
         do {
-            described = try await engine.call(handle, "describe").get().first ?? .nil
+            described = try description.get().first ?? .nil
         } catch {
             engine.unload(handle)
             return .failure(ScriptProblems(problems: [ScriptProblem(location: path, message: "cannot read what the script returned: \(error)")]))

@@ -240,11 +240,30 @@ public final class LuaEngine: Sendable {
 
     /// Loads a script into the least busy worker and runs its main chunk.
     public func load(_ source: ScriptSource) async throws(LuaScriptError) -> ScriptHandle {
-        let id = nextScriptID.add(1, ordering: .relaxed).newValue
-        let slot = slots.min { $0.scriptCount < $1.scriptCount }!
-        let handle = ScriptHandle(id: id, slot: slot.index)
+        let handle = newHandle()
         try await install(source, as: handle)
         return handle
+    }
+
+    /// Loads a script, as `load` does, and calls `entry` in it once it has loaded, with the
+    /// default deadline: one round trip to the worker, as the call goes in the same write as
+    /// the load and the worker runs a script's frames in the order they come.
+    public func load(_ source: ScriptSource, thenCalling entry: String) async throws(LuaScriptError) -> (ScriptHandle, CallOutcome) {
+        let handle = newHandle()
+        let deadline = Deadline.after(configuration.defaultDeadline)
+        let call = try Self.callFrame(ScriptCall(handle, entry), deadline: deadline, cpuLimit: nil)
+        let outcomes = await slots[handle.slot].perform(
+            [(.load(script: handle.id, source: source, deadline: deadline.nanoseconds), (handle.id, source)), (call, nil)],
+            deadline: deadline)
+        _ = try outcomes[0].decoded(memoryLimit: configuration.memoryLimit).get()
+        return (handle, outcomes[1].decoded(memoryLimit: configuration.memoryLimit))
+    }
+
+    /// A new script's handle, in the worker with the fewest scripts.
+    private func newHandle() -> ScriptHandle {
+        let id = nextScriptID.add(1, ordering: .relaxed).newValue
+        let slot = slots.min { $0.scriptCount < $1.scriptCount }!
+        return ScriptHandle(id: id, slot: slot.index)
     }
 
     /// Loads a new version of a script; if it fails to load, the old version keeps running.
@@ -474,18 +493,37 @@ private final class WorkerSlot: Sendable {
     var replacements: [WorkerReplacementCause: Int] { state.withLock { $0.replacements } }
 
     func perform(_ frame: WorkerFrame, deadline: Deadline?, installing: (UInt32, ScriptSource)?) async -> RawOutcome {
-        if Task.isCancelled { return RawOutcome(error: LuaScriptError(.cancelled, "cancelled")) }
-        // Ids come from a counter of their own so the frame is encoded outside the lock.
-        let id = requestIDs.add(1, ordering: .relaxed).newValue
-        let bytes = frame.encoded(id: id)
+        await perform([(frame, installing)], deadline: deadline)[0]
+    }
+
+    /// Sends `frames` in one write and returns their answers, in order, once all have come.
+    func perform(_ frames: [(frame: WorkerFrame, installing: (UInt32, ScriptSource)?)], deadline: Deadline?) async -> [RawOutcome] {
+        if Task.isCancelled { return frames.map { _ in RawOutcome(error: LuaScriptError(.cancelled, "cancelled")) } }
+        // Ids come from a counter of their own so the frames are encoded outside the lock.
+        let ids = frames.map { _ in requestIDs.add(1, ordering: .relaxed).newValue }
+        let encoded = zip(ids, frames).map { id, frame in frame.frame.encoded(id: id) }
+        let answers = PlainLock([RawOutcome?](repeating: nil, count: frames.count))
+        let killAt = killAt(deadline)
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                send(bytes, [(id, Pending(answer: { outcome in { continuation.resume(returning: outcome) } },
-                                          killAt: killAt(deadline), installing: installing, frame: bytes,
-                                          deadline: deadline?.nanoseconds))])
+            await withCheckedContinuation { (continuation: CheckedContinuation<[RawOutcome], Never>) in
+                var requests: [(UInt64, Pending)] = []
+                for index in frames.indices {
+                    // The last answer wakes the caller with all of them.
+                    let answer: @Sendable (RawOutcome) -> WakeUp? = { outcome in
+                        let all: [RawOutcome]? = answers.withLock { answers in
+                            answers[index] = outcome
+                            return answers.contains { $0 == nil } ? nil : answers.compactMap { $0 }
+                        }
+                        guard let all else { return nil }
+                        return { continuation.resume(returning: all) }
+                    }
+                    requests.append((ids[index], Pending(answer: answer, killAt: killAt, installing: frames[index].installing,
+                                                         frame: encoded[index], deadline: deadline?.nanoseconds)))
+                }
+                send(encoded.flatMap { $0 }, requests)
             }
         } onCancel: {
-            cancel([id])
+            cancel(ids)
         }
     }
 

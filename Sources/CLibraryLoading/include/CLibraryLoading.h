@@ -9,4 +9,8 @@
 /// opened, and dlerror() says why (with the path tried).
 void *hh_open_library(const char *file_name);
 
+/// Whether the project's own build of `file_name` is installed; if so, its path in `path`
+/// (`size` bytes at most), for a caller that opens it with set-up of its own.
+int hh_private_library_path(const char *file_name, char *path, unsigned long size);
+
 #endif
