@@ -493,10 +493,23 @@ private final class WorkerSlot: Sendable {
     var replacements: [WorkerReplacementCause: Int] { state.withLock { $0.replacements } }
 
     func perform(_ frame: WorkerFrame, deadline: Deadline?, installing: (UInt32, ScriptSource)?) async -> RawOutcome {
-        await perform([(frame, installing)], deadline: deadline)[0]
+        if Task.isCancelled { return RawOutcome(error: LuaScriptError(.cancelled, "cancelled")) }
+        // Ids come from a counter of their own so the frame is encoded outside the lock.
+        let id = requestIDs.add(1, ordering: .relaxed).newValue
+        let bytes = frame.encoded(id: id)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                send(bytes, [(id, Pending(answer: { outcome in { continuation.resume(returning: outcome) } },
+                                          killAt: killAt(deadline), installing: installing, frame: bytes,
+                                          deadline: deadline?.nanoseconds))])
+            }
+        } onCancel: {
+            cancel([id])
+        }
     }
 
-    /// Sends `frames` in one write and returns their answers, in order, once all have come.
+    /// Sends `frames` in one write and returns their answers, in order, once all have come
+    /// (`perform` of one frame, every command's, stays without the collecting).
     func perform(_ frames: [(frame: WorkerFrame, installing: (UInt32, ScriptSource)?)], deadline: Deadline?) async -> [RawOutcome] {
         if Task.isCancelled { return frames.map { _ in RawOutcome(error: LuaScriptError(.cancelled, "cancelled")) } }
         // Ids come from a counter of their own so the frames are encoded outside the lock.
