@@ -3,7 +3,8 @@
 SWIFT ?= swift
 # libsystemd-dev gives sd-bus's header (NetworkManager's D-Bus API, the desktop's notifications);
 # the library itself is opened when a daemon first connects to a bus.
-# dpkg-dev, gcc, make and zlib1g-dev build the project's own libcurl (below) from Debian's source.
+# dpkg-dev, gcc, make and zlib1g-dev build the project's own libcurl and libxml2 (below) from
+# Debian's source.
 SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev libsystemd-dev lua5.4 pkg-config iproute2 curl openssl \
 	dpkg-dev gcc make zlib1g-dev
 # What only the tests use: a real headless browser for the person's page; systemd-analyze and
@@ -42,7 +43,8 @@ deps test-deps profile-deps:
 # are read into the build folder, so the machine's apt configuration is left as it is; apt
 # checks the files it fetches against the signed index, so dpkg-source needs no keyring.
 # About 50 s, once.
-PRIVATE_LIBRARIES := .build/$(shell uname -m)-unknown-linux-gnu/lib/hotspot-helper
+TRIPLE := $(shell uname -m)-unknown-linux-gnu
+PRIVATE_LIBRARIES := .build/$(TRIPLE)/lib/hotspot-helper
 CURL_LIBRARY := $(PRIVATE_LIBRARIES)/libcurl.so.4
 XML_LIBRARY := $(PRIVATE_LIBRARIES)/libxml2.so.2
 CURL_FEATURES := --with-openssl --with-zlib --with-ca-bundle=/etc/ssl/certs/ca-certificates.crt --with-ca-path=/etc/ssl/certs \
@@ -79,6 +81,10 @@ define unpack-debian-source
 endef
 
 private-libraries: $(CURL_LIBRARY) $(XML_LIBRARY)
+
+# Puts the libraries beside another build folder's executables ($(1): the scratch path), so
+# the sanitizers' and the fuzzers' builds run with them as the tests and a device do.
+libraries-beside = rm -rf $(1)/$(TRIPLE)/lib && mkdir -p $(1)/$(TRIPLE)/lib && cp -r $(PRIVATE_LIBRARIES) $(1)/$(TRIPLE)/lib/
 
 $(CURL_LIBRARY): | deps
 	$(call unpack-debian-source,curl)
@@ -194,7 +200,9 @@ SANITIZE_ADDRESS := --sanitize=address -Xcc -fsanitize=undefined -Xcc -fno-sanit
 	-Xswiftc -Xclang-linker -Xswiftc -fsanitize=undefined
 THREAD_REPORTS := .build-tsan/reports
 THREAD_SANITIZER_OPTIONS := handle_segv=0:suppressions=$(CURDIR)/Tests/thread-sanitizer.supp:log_path=$(CURDIR)/$(THREAD_REPORTS)/report
-check-sanitizers: test-deps
+check-sanitizers: test-deps private-libraries
+	$(call libraries-beside,.build-asan)
+	$(call libraries-beside,.build-tsan)
 	$(SWIFT) build --build-tests $(SANITIZE_ADDRESS) --scratch-path .build-asan
 	ASAN_OPTIONS=detect_leaks=0:handle_segv=0 $(SWIFT) test --skip-build $(SANITIZE_ADDRESS) --scratch-path .build-asan \
 	  --skip "aScriptWaitingInItsHostLetsTheOthersRun|aLoopingScriptLetsTheOthersRunAfterASlice"
@@ -224,7 +232,8 @@ FUZZ_TARGETS := wispr html-forms html-text html-meta-refresh json-decode captive
 	lua-values worker-frames control-request secrets-file state-files
 FUZZ_FLAGS := -c release --package-path Fuzz --sanitize=address -Xswiftc -enable-testing \
 	-Xswiftc -sanitize-coverage=edge,trace-cmp,indirect-calls,inline-8bit-counters,pc-table -Xcc -fsanitize=fuzzer-no-link
-fuzz: deps
+fuzz: deps private-libraries
+	$(call libraries-beside,Fuzz/.build)
 	$(SWIFT) build $(FUZZ_FLAGS)
 	@failed=""; for target in $(FUZZ_TARGETS); do \
 	  run=Fuzz/.build/runs/$$target; rm -rf $$run; mkdir -p $$run/corpus; \
