@@ -27,14 +27,21 @@ final class MockNetworkManager: Sendable {
     static let wifiDevice = "/org/freedesktop/NetworkManager/Devices/wlan0"
 
     /// The stock template, but for Startup, a parameter here: NetworkManager says it is still
-    /// starting until it has activated what it activates at its start.
+    /// starting until it has activated what it activates at its start. The stock template has
+    /// announced the manager (InterfacesAdded, Startup false) by the time Startup is set, so the
+    /// change is announced too: a daemon that reads that signal after its GetManagedObjects
+    /// would otherwise take the manager for started, as no NetworkManager says.
     private static let template = """
         from dbusmock.templates.networkmanager import *
         from dbusmock.templates import networkmanager as stock
 
         def load(mock, parameters):
             stock.load(mock, parameters)
-            dbusmock.get_object(MANAGER_OBJ).props[MANAGER_IFACE]['Startup'] = dbus.Boolean(parameters.get('Startup', False))
+            manager = dbusmock.get_object(MANAGER_OBJ)
+            starting = dbus.Boolean(parameters.get('Startup', False))
+            manager.props[MANAGER_IFACE]['Startup'] = starting
+            manager.EmitSignal('org.freedesktop.DBus.Properties', 'PropertiesChanged', 'sa{sv}as',
+                               [MANAGER_IFACE, {'Startup': starting}, []])
         """
 
     init() async throws {
