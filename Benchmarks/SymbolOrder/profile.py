@@ -136,11 +136,13 @@ def profile_page(profiler, state):
         if not match:
             sys.exit("symbol-order: hotspot-helper web printed no address")
         base, token = match.groups()
-        fetch = ["curl", "--silent", "--output", "/dev/null", "--max-time", "60", "--cookie", f"hh_session={token}"]
-        subprocess.run(fetch + [f"{base}/?token={token}"])
+        def fetch(path, seconds=60):
+            return ["curl", "--silent", "--output", "/dev/null", "--max-time", str(seconds), "--cookie", f"hh_session={token}", base + path]
+        subprocess.run(fetch(f"/?token={token}"))
         for path in ("/app.js", "/style.css", "/api/status"):
-            subprocess.run(fetch + [base + path])
-        events = subprocess.Popen(fetch[:-4] + ["--max-time", "8", "--cookie", f"hh_session={token}", base + "/api/events"])
+            subprocess.run(fetch(path))
+        # The stream never ends by itself: it is read for as long as the changes take.
+        events = subprocess.Popen(fetch("/api/events", seconds=8))
         for change in ("disable", "enable"):
             subprocess.run([profiler.executable, change, "--helper", "click-through", "--state-dir", state], stdout=subprocess.DEVNULL)
         events.wait()

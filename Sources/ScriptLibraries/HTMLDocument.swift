@@ -9,7 +9,7 @@ typealias MarkupNode = UnsafeMutablePointer<xmlNode>
 
 /// Why libxml2 cannot be used (not installed, or lacking a function), or nil once it is
 /// loaded: the first page or message read loads it, in the process that reads it, so no
-/// process pays for it (and the ICU it brings) at its start.
+/// process pays for it (and, for Debian's, the ICU it brings) at its start.
 let libxml2Failure: String? = hh_xml_load().map { String(cString: $0) }
 
 /// A page as libxml2's HTML parser recovers it, freed with its owner.

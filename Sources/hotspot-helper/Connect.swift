@@ -70,8 +70,8 @@ struct Connect: AsyncParsableCommand {
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
         configuration.verifyAuthentication = !keeping.probes.isEmpty
         // The check of a helper's success probes from this process: libcurl loads meanwhile.
-        // Not before the workers start: loading sets an environment variable for a moment,
-        // which a worker spawned meanwhile would inherit.
+        // Not before the workers start: loading Debian's sets an environment variable for a
+        // moment, which a worker spawned meanwhile would inherit.
         if configuration.verifyAuthentication { BoundHTTPClient.loadLibraryInBackground() }
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let runtime = HotspotRuntime(engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,

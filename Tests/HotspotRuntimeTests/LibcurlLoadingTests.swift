@@ -4,8 +4,8 @@ import Testing
 @testable import HotspotRuntime
 import HotspotCore
 
-/// libcurl and its two dozen libraries are opened by a process's first request, so a
-/// worker whose scripts make none never maps them.
+/// A worker opens libcurl on a thread of its own as it starts, so its scripts' first request
+/// waits for no more than what is left of the load.
 @Suite struct LibcurlLoadingTests {
     /// Read to the end: /proc files have no size, and a read sized by `stat` misses most of it.
     static func mapsLibcurl(_ pid: Int32) throws -> Bool {

@@ -6,10 +6,10 @@
 #include <libxml/tree.h>
 
 // libxml2, opened on first use (hh_xml_load) rather than when the process starts, and the
-// few functions the script libraries call, through pointers bound then. libxml2 brings ICU
-// (libicuuc, libicudata): loaded at every start, they cost each process (the supervisor
-// and every worker) time and memory that only a script reading HTML or XML needs. The
-// types and constants are libxml2's own, from its headers.
+// few functions the script libraries call, through pointers bound then (the project's
+// build, else Debian's, which brings ICU): loaded at every start, it cost each process (the
+// supervisor and every worker) time and memory that only a script reading HTML or XML needs.
+// The types and constants are libxml2's own, from its headers.
 
 /// Loads libxml2 and initialises its parser, once; later calls return the first call's
 /// result. NULL on success, else why libxml2 is not usable (a static string or dlerror()'s,
