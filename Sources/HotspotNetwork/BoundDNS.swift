@@ -25,13 +25,25 @@ public struct NetworkBinding: Sendable, Hashable {
     }
 }
 
+/// The IPv4 addresses a resolver gave for a name, and how long they may be used: the
+/// shortest time to live of the answer's records.
+public struct ResolvedName: Sendable, Equatable {
+    public var addresses: [String]
+    public var timeToLive: Duration
+
+    public init(addresses: [String], timeToLive: Duration) {
+        self.addresses = addresses
+        self.timeToLive = timeToLive
+    }
+}
+
 /// A small DNS client for A records that sends its queries through the bound interface,
 /// so names resolve the way the network being evaluated resolves them (libcurl's
 /// threaded resolver cannot be bound).
 public enum BoundDNS {
     /// The IPv4 addresses of `name`, asking each resolver in turn until `deadline`.
     public static func lookup(_ name: String, binding: NetworkBinding,
-                              deadline: ContinuousClock.Instant) throws(HTTPFailure) -> [String] {
+                              deadline: ContinuousClock.Instant) throws(HTTPFailure) -> ResolvedName {
         guard !binding.resolvers.isEmpty else { throw HTTPFailure(.dns, "no resolver for \(name)") }
         var lastProblem = "no answer"
         for resolver in binding.resolvers {
@@ -49,7 +61,7 @@ public enum BoundDNS {
     }
 
     private static func query(_ name: String, server: IPv4Endpoint, interface: String?,
-                              deadline: ContinuousClock.Instant) throws(HTTPFailure) -> [String] {
+                              deadline: ContinuousClock.Instant) throws(HTTPFailure) -> ResolvedName {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard socket >= 0 else { throw HTTPFailure(.dns, "cannot open a socket (errno \(errno))") }
         defer { close(socket) }
@@ -89,7 +101,8 @@ public enum BoundDNS {
             guard from.sin_addr.s_addr == address.sin_addr.s_addr, from.sin_port == address.sin_port,
                   let answer = DNSMessage.answer(Array(buffer[..<received]), identifier: identifier) else { continue }
             switch answer {
-            case .addresses(let addresses) where !addresses.isEmpty: return addresses
+            case .addresses(let addresses, let timeToLive) where !addresses.isEmpty:
+                return ResolvedName(addresses: addresses, timeToLive: .seconds(timeToLive))
             case .addresses: throw HTTPFailure(.dns, "\(server) knows no IPv4 address for \(name)")
             case .failure(let code): throw HTTPFailure(.dns, "\(server) answered \(DNSMessage.describe(code))")
             }
@@ -136,7 +149,8 @@ struct IPv4Endpoint: CustomStringConvertible {
 /// The wire format of one A question and its answer (RFC 1035), nothing more.
 enum DNSMessage {
     enum Answer: Equatable {
-        case addresses([String])
+        /// The A records' addresses, and the shortest time to live (seconds) of the answer's records.
+        case addresses([String], timeToLive: UInt32)
         case failure(UInt8)
     }
 
@@ -170,9 +184,12 @@ enum DNSMessage {
             offset = end + 4
         }
         var addresses: [String] = []
+        var timeToLive = UInt32.max
         for _ in 0..<answers {
             guard let end = skipName(bytes, from: offset), end + 10 <= bytes.count else { return nil }
             let type = Int(bytes[end]) << 8 | Int(bytes[end + 1])
+            // A CNAME's time to live bounds its target's: the shortest of all records counts.
+            timeToLive = min(timeToLive, bytes[end + 4..<end + 8].reduce(0) { $0 << 8 | UInt32($1) })
             let length = Int(bytes[end + 8]) << 8 | Int(bytes[end + 9])
             let data = end + 10
             guard data + length <= bytes.count else { return nil }
@@ -181,7 +198,7 @@ enum DNSMessage {
             }
             offset = data + length
         }
-        return .addresses(addresses)
+        return .addresses(addresses, timeToLive: answers == 0 ? 0 : timeToLive)
     }
 
     /// The offset after a (possibly compressed) name.

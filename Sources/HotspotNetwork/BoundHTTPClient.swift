@@ -6,15 +6,23 @@ import Locking
 import HotspotCore
 
 /// Cookies of one helper on one network session, in libcurl's cookie engine (domain,
-/// path, expiry and `Secure` as curl applies them), and that session's open connections.
-/// Requests of the same session share the jar and reuse a connection still open to the
-/// same host, port and interface, as a browser does, instead of opening one a request; a
-/// new session starts with an empty jar and no connection.
+/// path, expiry and `Secure` as curl applies them), that session's open connections, and
+/// the names it resolved. Requests of the same session share the jar, reuse a connection
+/// still open to the same host, port and interface, and an address resolved while its
+/// time to live lasts, as a browser does, instead of opening one and asking the resolver
+/// each request; a new session starts with an empty jar, no connection and no names.
 public final class CookieJar: @unchecked Sendable {
     // Unchecked: the share handle is only touched while holding `lock`, so one request
     // at a time uses it.
     private var share: UnsafeMutableRawPointer?
     private let lock = PlainLock(())
+    private let resolvedNames = PlainLock<[String: KnownName]>([:])
+
+    private struct KnownName {
+        let resolved: ResolvedName
+        let binding: NetworkBinding
+        let expiry: ContinuousClock.Instant
+    }
 
     /// The share is made by the first request, so a jar costs nothing until then, and
     /// libcurl is loaded only by a process that makes requests.
@@ -47,6 +55,30 @@ public final class CookieJar: @unchecked Sendable {
     /// The connections a jar keeps open between requests: a login goes to its portal's one
     /// or two hosts.
     public static let maximumIdleConnections = 2
+    /// The names a jar remembers, and for how long at most whatever their time to live: a
+    /// login's requests go to a few names within seconds.
+    public static let maximumResolvedNames = 16
+    public static let maximumNameAge: Duration = .seconds(60)
+
+    /// The addresses of `host` through `binding`'s resolvers: those this session resolved
+    /// while their time to live lasts, else a new answer, which is kept as long as it lives.
+    func addresses(of host: String, binding: NetworkBinding,
+                   deadline: ContinuousClock.Instant) throws(HTTPFailure) -> [String] {
+        let now = ContinuousClock.now
+        if let known = resolvedNames.withLock({ $0[host] }), known.binding == binding, known.expiry > now {
+            return known.resolved.addresses
+        }
+        let resolved = try BoundDNS.lookup(host, binding: binding, deadline: deadline)
+        let lifetime = min(resolved.timeToLive, Self.maximumNameAge)
+        guard lifetime > .zero else { return resolved.addresses }
+        resolvedNames.withLock { names in
+            if names.count >= Self.maximumResolvedNames { names = names.filter { $0.value.expiry > now } }
+            if names.count < Self.maximumResolvedNames || names[host] != nil {
+                names[host] = KnownName(resolved: resolved, binding: binding, expiry: now.advanced(by: lifetime))
+            }
+        }
+        return resolved.addresses
+    }
 
     /// After a request, drops what is over the limits from the handle's jar: cookies over
     /// `maximumCookieSize`, the oldest of a domain past `maximumCookiesPerDomain`, the oldest
@@ -162,7 +194,11 @@ public struct BoundHTTPClient: Sendable {
         let port = parts.port ?? (scheme == "https" ? 443 : 80)
         var resolved: [String] = []
         if !binding.resolvers.isEmpty, !Self.isAddressLiteral(parts.host) {
-            resolved = try BoundDNS.lookup(parts.host, binding: binding, deadline: end)
+            if let cookies {
+                resolved = try cookies.addresses(of: parts.host, binding: binding, deadline: end)
+            } else {
+                resolved = try BoundDNS.lookup(parts.host, binding: binding, deadline: end).addresses
+            }
         }
 
         guard let handle = hh_curl_easy_init() else { throw HTTPFailure(.protocol, "libcurl could not start a transfer") }

@@ -261,7 +261,7 @@ public final class BoundSocket: Sendable {
                                   end: ContinuousClock.Instant) throws(HTTPFailure) -> [SocketAddress] {
         if let literal = SocketAddress(literal: host, port: port) { return [literal] }
         if !binding.resolvers.isEmpty {
-            return try BoundDNS.lookup(host, binding: binding, deadline: end).compactMap { SocketAddress(literal: $0, port: port) }
+            return try BoundDNS.lookup(host, binding: binding, deadline: end).addresses.compactMap { SocketAddress(literal: $0, port: port) }
         }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC

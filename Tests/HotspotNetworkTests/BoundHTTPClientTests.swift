@@ -117,6 +117,34 @@ struct BoundHTTPClientTests {
         #expect(unknown?.description.contains("NXDOMAIN") == true)
     }
 
+    /// A session asks the resolver for a name once while the answer lives, as a browser
+    /// does; requests without a session (probes), other sessions, and answers that may not be
+    /// kept ask again.
+    @Test func aSessionResolvesANameOnceWhileItsAnswerLives() async throws {
+        let server = try await TestHTTPServer.start()
+        let dns = TestDNSServer()
+        defer { server.stop(); dns.stop() }
+        let binding = NetworkBinding(resolvers: ["127.0.0.1:\(dns.port)"])
+        func queries() -> [String] { dns.queries.withLock { $0 } }
+        #expect(try BoundDNS.lookup("portal.test", binding: binding, deadline: .now + .seconds(5))
+                == ResolvedName(addresses: ["127.0.0.1"], timeToLive: .seconds(60)))
+        #expect(try BoundDNS.lookup("uncached.portal.test", binding: binding, deadline: .now + .seconds(5)).timeToLive == .zero)
+        dns.queries.withLock { $0 = [] }
+
+        let jar = CookieJar()
+        let base = "http://portal.test:\(server.port)"
+        for path in ["/hello", "/echo", "/redirect/302?to=\(base)/hello"] {
+            #expect(try client(cookies: jar, binding: binding).perform(HTTPRequest(url: base + path)).status == 200)
+        }
+        #expect(queries() == ["portal.test"])
+        for _ in 0..<2 { _ = try client(binding: binding).perform(HTTPRequest(url: base + "/hello")) }
+        _ = try client(cookies: CookieJar(), binding: binding).perform(HTTPRequest(url: base + "/hello"))
+        #expect(queries() == Array(repeating: "portal.test", count: 4))
+        let uncached = "http://uncached.portal.test:\(server.port)/hello"
+        for _ in 0..<2 { _ = try client(cookies: jar, binding: binding).perform(HTTPRequest(url: uncached)) }
+        #expect(queries().suffix(2) == ["uncached.portal.test", "uncached.portal.test"])
+    }
+
     @Test func cookiesFollowDomainPathExpiryAndSecure() async throws {
         let server = try await TestHTTPServer.start()
         let dns = TestDNSServer()

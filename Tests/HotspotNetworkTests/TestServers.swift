@@ -192,8 +192,9 @@ func loopbackSocket(_ type: __socket_type) -> (socket: Int32, port: Int) {
     return (socket, Int(UInt16(bigEndian: address.sin_port)))
 }
 
-/// A DNS server on loopback that answers every A question with 127.0.0.1, and
-/// NXDOMAIN for names ending in `.nx`, like a captive portal's resolver hijacking names.
+/// A DNS server on loopback that answers every A question with 127.0.0.1 for 60 seconds
+/// (names starting with `uncached.` for none), and NXDOMAIN for names ending in `.nx`, like
+/// a captive portal's resolver hijacking names.
 final class TestDNSServer: Sendable {
     let port: Int
     private let socket: Int32
@@ -239,7 +240,7 @@ final class TestDNSServer: Sendable {
             } else {
                 answer[3] = 0x80
                 answer[7] = 1
-                answer += [0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1]
+                answer += [0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 0, name.hasPrefix("uncached.") ? 0 : 60, 0, 4, 127, 0, 0, 1]
             }
             _ = answer.withUnsafeBytes { bytes in
                 withUnsafePointer(to: &from) {
