@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 // libcurl is opened with dlopen, not linked: loading it takes milliseconds (about 1 ms for
@@ -70,6 +71,12 @@ static void load(void) {
     BIND(share_cleanup, "curl_share_cleanup")
     BIND(share_setopt, "curl_share_setopt")
 #undef BIND
+    // OpenSSL frees its state at exit, from a handler it registers as it initialises: a
+    // process that exited while this thread was still initialising it (a command ending at
+    // once, on a usage error) crashed in the freed state. Initialised first without the
+    // handler, its state goes with the process (OPENSSL_INIT_NO_ATEXIT, OpenSSL 1.1.1 and 3).
+    int (*init_crypto)(uint64_t options, const void *settings) = dlsym(library, "OPENSSL_init_crypto");
+    if (init_crypto) (void)init_crypto(0x00080000L, NULL);
     if (curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) load_failure = "curl_global_init failed";
 }
 

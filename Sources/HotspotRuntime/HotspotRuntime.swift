@@ -79,6 +79,9 @@ extension HotspotMachine where Transport == ScriptTransport {
     /// The executable of the helpers' workers: `hotspot-helper`, beside the running one.
     public static var workerExecutable: String { LuaEngine.Configuration.executableBesideCurrent(named: "hotspot-helper") }
 
+    /// The prelude of every helper's state, as `engineConfiguration` configures it.
+    public static var prelude: ScriptSource { HelperPrelude.source }
+
     /// The engine configuration helpers need: the worker with the script libraries (the
     /// `hotspot-helper` executable, which is its own worker), and the contract's prelude
     /// in every state. One worker by default: its scripts run in parallel on threads of

@@ -214,7 +214,9 @@ public final class LuaEngine: Sendable {
     /// executable to take instead of starting one. A command line that will make an engine
     /// calls it first, so the worker starts while the command parses its arguments and reads
     /// its scripts instead of after. A worker no engine takes ends with the process: it reads
-    /// end of file on its socket, as every worker of an ended supervisor does.
+    /// end of file on its socket, as every worker of an ended supervisor does. Call it from a
+    /// thread that lives as long as the process, such as the main thread of a synchronous
+    /// `main`: a worker dies with the thread that started it (PR_SET_PDEATHSIG).
     public static func startWorkerAhead(executable: String) {
         WorkerProcess.startAhead(executable: executable)
     }

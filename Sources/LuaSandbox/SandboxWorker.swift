@@ -20,7 +20,12 @@ public enum SandboxWorker {
     /// `started`, when given, runs once the worker has started all its threads, before it
     /// reads its first frame: the place to start loading a library in the background, as a
     /// thread created during a `dlopen` waits for it (glibc holds its TLS lock throughout).
-    public static func run(modules: [HostModule], started: (() -> Void)? = nil) -> Never {
+    /// With `expectedPrelude`, the prelude the supervisor's engine will most likely configure,
+    /// the worker then builds the Lua state its first script will share (compiling and running
+    /// that prelude) while the supervisor is still starting, instead of at the first load; a
+    /// state built with another prelude than the one configured is dropped unused.
+    public static func run(modules: [HostModule], expectedPrelude: ScriptSource? = nil,
+                           started: (() -> Void)? = nil) -> Never {
         let arguments = CommandLine.arguments
         guard arguments.count == 3, arguments[1] == launchArgument, let parent = pid_t(arguments[2]) else {
             reportToStandardError("\(arguments.first ?? "worker"): this is a worker process for the Lua sandbox engine; the engine starts it, not a person.")
@@ -35,6 +40,7 @@ public enum SandboxWorker {
             worker.scheduler.startThreads()
             started()
         }
+        if let expectedPrelude { worker.groups.buildSpare(modules: modules, prelude: expectedPrelude) }
         worker.serve()
         exit(0)
     }
@@ -59,9 +65,12 @@ private final class ScriptHost: @unchecked Sendable {
 
 /// The worker's shared Lua states: as many as the scheduler runs scripts at once, so
 /// each thread can run a script of its own group; a script's place is fixed when it first
-/// loads. Built on first use with the prelude configured then.
+/// loads. Built on first use with the prelude configured then, or built ahead (`buildSpare`).
 private final class Groups: Sendable {
     private let groups: PlainLock<[Int: SandboxGroup]> = PlainLock([:])
+    /// A group built before any script needed one, and the prelude it ran: the first group
+    /// needed with that prelude is this one.
+    private let spare = PlainLock<(group: SandboxGroup, prelude: ScriptSource)?>(nil)
     let count: Int
 
     init(count: Int) { self.count = count }
@@ -74,10 +83,27 @@ private final class Groups: Sendable {
         return steps.contains(.blocked) ? .blocked : .done
     }
 
+    /// Builds a group with `prelude` for the first script to come, while the worker waits for
+    /// its supervisor; a group that cannot be built now is built, or fails, when needed.
+    func buildSpare(modules: [HostModule], prelude: ScriptSource) {
+        guard let built = try? SandboxGroup(modules: modules, prelude: prelude, deadline: .after(Worker.reloadBudget)) else { return }
+        spare.withLock { $0 = (built, prelude) }
+    }
+
     func group(_ index: Int, modules: [HostModule], prelude: ScriptSource?) throws(LuaScriptError) -> SandboxGroup {
         if let group = groups.withLock({ $0[index] }) { return group }
+        // A spare with another prelude is of no use to any group: it goes.
+        let ready = spare.withLock { spare -> SandboxGroup? in
+            defer { spare = nil }
+            return spare?.prelude == prelude ? spare?.group : nil
+        }
         // Built outside the lock (running the prelude takes a while); the first one kept wins.
-        let built = try SandboxGroup(modules: modules, prelude: prelude, deadline: .after(Worker.reloadBudget))
+        let built: SandboxGroup
+        if let ready {
+            built = ready
+        } else {
+            built = try SandboxGroup(modules: modules, prelude: prelude, deadline: .after(Worker.reloadBudget))
+        }
         return groups.withLock { groups in
             if let group = groups[index] { return group }
             groups[index] = built

@@ -35,9 +35,13 @@ final class WorkerProcess: Sendable {
     /// executable, for the next spawns of that executable to take.
     private static let startedAhead = PlainLock<[String: [WorkerProcess]]>([:])
 
+    /// Spawned from the calling thread, which must live as long as the process (see `spawn`),
+    /// not through the spawning thread: waiting for that thread cost the caller up to 2 ms, as
+    /// it was woken when the new process executed and then often waited for the core that
+    /// process had taken, while another core idled.
     static func startAhead(executable: String) {
         // A worker that cannot start now will not start for the engine either, which says why.
-        guard let process = try? spawn(executable: executable) else { return }
+        guard let process = try? spawnHere(executable: executable) else { return }
         startedAhead.withLock { $0[executable, default: []].append(process) }
     }
 

@@ -12,7 +12,8 @@ enum HotspotHelperMain {
         // device installs one file, and a statically linked build shares its pages
         // between the daemon and its workers.
         if SandboxWorker.isLaunchedAsWorker {
-            SandboxWorker.run(modules: ScriptLibraries.modules, started: BoundHTTPClient.loadLibraryInBackground)
+            SandboxWorker.run(modules: ScriptLibraries.modules, expectedPrelude: HotspotRuntime.prelude,
+                              started: BoundHTTPClient.loadLibraryInBackground)
         }
         let arguments = Array(CommandLine.arguments.dropFirst())
         let devToolsCommands = [Demo.configuration, Dev.configuration, Simulate.configuration].compactMap(\.commandName)
@@ -32,6 +33,7 @@ enum HotspotHelperMain {
         if let name = arguments.first, scriptCommands.contains(name) {
             LuaEngine.startWorkerAhead(executable: HotspotRuntime.workerExecutable)
         }
+        if Connect.checksSuccess(arguments) { BoundHTTPClient.loadLibraryInBackground() }
         CommandLineEntry.runWaiting(HotspotHelperCommand.self)
     }
 }

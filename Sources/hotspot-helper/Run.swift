@@ -168,9 +168,9 @@ struct Run: AsyncParsableCommand {
             output.fail("no script at \(scripts) loads, so there is nothing to run; `hotspot-helper check \(scripts)` lists every problem")
             throw ExitCode(2)
         }
-        // Connectivity probes and the check of a helper's success run in this process (after
-        // the workers start, as in connect). Only once there is something to run: a process
-        // exiting while the loader's thread is still in dlopen crashed now and then (SIGSEGV).
+        // Connectivity probes and the check of a helper's success run in this process: libcurl
+        // loads while the daemon starts. After the workers start: loading Debian's sets an
+        // environment variable for a moment, which a worker spawned meanwhile would inherit.
         if configuration.verifyAuthentication || probeInterval.value > 0 { BoundHTTPClient.loadLibraryInBackground() }
         let runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: persistence,
                                      configuration: configuration, events: emit)

@@ -1,5 +1,6 @@
 import Foundation
 @testable import HotspotRuntime
+import LuaSandbox
 import Testing
 
 /// The prelude is Lua in Sources/HotspotRuntime/Prelude, which the EmbedLua plugin embeds at
@@ -37,5 +38,25 @@ import Testing
     static func executableOnPath(_ name: String) -> String? {
         let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":")
         return directories.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// A worker of this executable builds its first script's state with the helpers'
+    /// prelude while its supervisor starts (`SandboxWorker.run`); an engine that configures
+    /// another prelude has its scripts run with that one, and the helpers' works as before.
+    @Test func aWorkerUsesThePreludeItsEngineConfigures() async throws {
+        let plain = ScriptSource(path: "plain.lua", text: "return {}")
+        var configuration = HotspotRuntime.engineConfiguration()
+        configuration.prelude = ScriptSource(chunkName: "=other", text: Array("return { answer = function() return 42 end }".utf8))
+        let other = try LuaEngine(configuration)
+        defer { other.shutdown() }
+        let script = try await other.load(plain)
+        #expect(try await other.call(script, "answer").get() == [42])
+        #expect((try? await other.call(script, "describe").get()) == nil)
+
+        let helpers = try LuaEngine(HotspotRuntime.engineConfiguration())
+        defer { helpers.shutdown() }
+        let helper = try await helpers.load(plain)
+        #expect((try? await helpers.call(helper, "describe").get()) != nil)
+        #expect((try? await helpers.call(helper, "answer").get()) == nil)
     }
 }
