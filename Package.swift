@@ -10,12 +10,16 @@ let packedRelocations: [LinkerSetting] = [.unsafeFlags(["-use-ld=lld", "-Xlinker
 
 /// The daemon's and the person's page's executables, released: the functions a device runs
 /// placed first, in the order of Sources/TARGET/symbol-order.txt (`make symbol-order`), so
-/// they share fewer pages of code, which the idle processes keep resident. Names the code no
-/// longer has are skipped.
-func functionsADeviceRunsFirst(_ target: String) -> [LinkerSetting] {
+/// they share fewer pages of code, which the idle processes keep resident (names the code no
+/// longer has are skipped); and the C++ library the Swift runtime uses linked in from GCC's
+/// libstdc++.a, which `make release` puts in .build/static-libstdc++ (the linker searches that
+/// folder before GCC's, which holds libstdc++.so): loading libstdc++.so took 0.6 ms of each
+/// process's start. Without that folder the executables use libstdc++.so as before.
+func releasedForDevices(_ target: String) -> [LinkerSetting] {
     [.unsafeFlags([
         "-Xlinker", "--symbol-ordering-file=" + Context.packageDirectory + "/Sources/" + target + "/symbol-order.txt",
         "-Xlinker", "--no-warn-symbol-ordering",
+        "-L" + Context.packageDirectory + "/.build/static-libstdc++",
     ], .when(configuration: .release))]
 }
 
@@ -158,7 +162,7 @@ let package = Package(
                 "HotspotMetrics", "Locking", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             exclude: ["symbol-order.txt"],
-            swiftSettings: swiftSettings, linkerSettings: packedRelocations + functionsADeviceRunsFirst("hotspot-helper")),
+            swiftSettings: swiftSettings, linkerSettings: packedRelocations + releasedForDevices("hotspot-helper")),
         // demo, dev and simulate, with the portal simulator, which `hotspot-helper` runs for them
         // (execv, same arguments). Its engine's workers are `hotspot-helper` processes.
         .executableTarget(
@@ -179,7 +183,7 @@ let package = Package(
             name: "hotspot-helper-web",
             dependencies: ["PersonPage", "Spawning", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             exclude: ["symbol-order.txt"],
-            swiftSettings: swiftSettings, linkerSettings: packedRelocations + functionsADeviceRunsFirst("hotspot-helper-web")),
+            swiftSettings: swiftSettings, linkerSettings: packedRelocations + releasedForDevices("hotspot-helper-web")),
         // A small example of the engine on its own, without hotspots.
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // What several test targets share: waiting on conditions, blocking work off Swift
