@@ -63,6 +63,8 @@ struct Connect: AsyncParsableCommand {
     /// parsing, so that `main` starts loading libcurl then, while the command parses and its
     /// worker starts. Loaded later, after the scripts, it competed with the worker's own load
     /// before the first command (about 0.1 of the login's ratio to curl's time, in the bench).
+    /// With Debian's libcurl (the project's not installed), a further worker (`--workers`)
+    /// spawned during the load inherits `GNUTLS_NO_IMPLICIT_INIT`, which its own load sets.
     static func checksSuccess(_ arguments: [String]) -> Bool {
         arguments.first == configuration.commandName && arguments.contains { $0 == "--probe-url" || $0.hasPrefix("--probe-url=") }
     }

@@ -50,7 +50,7 @@ import HotspotNetwork
     /// registered as the load initialised it, freed its state under the loading thread
     /// (SIGSEGV): each of these processes exits at a random moment after libcrypto is mapped,
     /// around OpenSSL's initialisation, and must exit cleanly.
-    @Test(arguments: 0..<200) func exitingWhileLibcurlLoadsIsClean(_ round: Int) async {
+    @Test(.serialized, arguments: 0..<100) func exitingWhileLibcurlLoadsIsClean(_ round: Int) async {
         await #expect(processExitsWith: .exitCode(0)) {
             BoundHTTPClient.loadLibraryInBackground()
             let giveUp = Date().addingTimeInterval(5)
