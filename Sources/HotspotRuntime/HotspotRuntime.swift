@@ -92,7 +92,7 @@ extension HotspotMachine where Transport == ScriptTransport {
         workerCount: Int = 1
     ) -> LuaEngine.Configuration {
         LuaEngine.Configuration(workerExecutable: workerExecutable, workerCount: workerCount,
-                                prelude: HelperPrelude.source)
+                                prelude: prelude)
     }
 
     /// Loads every script at `path` (a file or a directory of `*.lua`) as a helper.

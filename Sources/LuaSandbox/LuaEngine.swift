@@ -324,7 +324,7 @@ public final class LuaEngine: Sendable {
         }
         let deliver: @Sendable (Int, RawOutcome) -> WorkerSlot.WakeUp? = { channel.deliver($0, $1) }
         let resolved = resolve(deadline)
-        var unsent: [Int: [(index: Int, frame: WorkerFrame)]] = [:]
+        var unsent: [Int: [(index: Int, frame: WorkerFrame, installing: (UInt32, ScriptSource)?)]] = [:]
         var chunkSizes: [Int: Int] = [:]
         var submitted: [(slot: WorkerSlot, requests: [UInt64])] = []
         func send(_ slot: Int) {
@@ -337,7 +337,7 @@ public final class LuaEngine: Sendable {
             do throws(LuaScriptError) {
                 let slot = made.script.slot
                 unsent[slot, default: []].append(
-                    (index, try Self.callFrame(made, sharing: sharedEncoding, deadline: resolved, cpuLimit: cpuLimit)))
+                    (index, try Self.callFrame(made, sharing: sharedEncoding, deadline: resolved, cpuLimit: cpuLimit), nil))
                 if unsent[slot]!.count >= chunkSizes[slot, default: 1] { send(slot) }
             } catch {
                 deliver(index, RawOutcome(error: error))?()
@@ -514,46 +514,42 @@ private final class WorkerSlot: Sendable {
     /// (`perform` of one frame, every command's, stays without the collecting).
     func perform(_ frames: [(frame: WorkerFrame, installing: (UInt32, ScriptSource)?)], deadline: Deadline?) async -> [RawOutcome] {
         if Task.isCancelled { return frames.map { _ in RawOutcome(error: LuaScriptError(.cancelled, "cancelled")) } }
-        // Ids come from a counter of their own so the frames are encoded outside the lock.
-        let ids = frames.map { _ in requestIDs.add(1, ordering: .relaxed).newValue }
-        let encoded = zip(ids, frames).map { id, frame in frame.frame.encoded(id: id) }
         let answers = PlainLock([RawOutcome?](repeating: nil, count: frames.count))
-        let killAt = killAt(deadline)
+        let sent = PlainLock<[UInt64]>([])
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<[RawOutcome], Never>) in
-                var requests: [(UInt64, Pending)] = []
-                for index in frames.indices {
+                let ids = submit(frames.enumerated().map { ($0.offset, $0.element.frame, $0.element.installing) },
+                                 deadline: deadline) { index, outcome in
                     // The last answer wakes the caller with all of them.
-                    let answer: @Sendable (RawOutcome) -> WakeUp? = { outcome in
-                        let all: [RawOutcome]? = answers.withLock { answers in
-                            answers[index] = outcome
-                            return answers.contains { $0 == nil } ? nil : answers.compactMap { $0 }
-                        }
-                        guard let all else { return nil }
-                        return { continuation.resume(returning: all) }
+                    let all: [RawOutcome]? = answers.withLock { answers in
+                        answers[index] = outcome
+                        return answers.contains { $0 == nil } ? nil : answers.compactMap { $0 }
                     }
-                    requests.append((ids[index], Pending(answer: answer, killAt: killAt, installing: frames[index].installing,
-                                                         frame: encoded[index], deadline: deadline?.nanoseconds)))
+                    guard let all else { return nil }
+                    return { continuation.resume(returning: all) }
                 }
-                send(encoded.flatMap { $0 }, requests)
+                sent.withLock { $0 = ids }
+                // A cancellation that came while they were sent found no ids to cancel.
+                if Task.isCancelled { cancel(ids) }
             }
         } onCancel: {
-            cancel(ids)
+            cancel(sent.withLock { $0 })
         }
     }
 
-    /// Sends calls in one write and hands each answer to `deliver` with its index; returns
-    /// the request ids, for `cancel`.
-    func submit(_ frames: [(index: Int, frame: WorkerFrame)], deadline: Deadline?,
+    /// Sends frames in one write and hands each answer to `deliver` with its index; returns
+    /// the request ids, for `cancel`. A load frame carries its script, `installing`, which a
+    /// replacement worker loads again.
+    func submit(_ frames: [(index: Int, frame: WorkerFrame, installing: (UInt32, ScriptSource)?)], deadline: Deadline?,
                 deliver: @escaping @Sendable (Int, RawOutcome) -> WakeUp?) -> [UInt64] {
         let killAt = killAt(deadline)
         var bytes: [UInt8] = []
         var requests: [(UInt64, Pending)] = []
-        for (index, frame) in frames {
+        for (index, frame, installing) in frames {
             let id = requestIDs.add(1, ordering: .relaxed).newValue
             let encoded = frame.encoded(id: id)
             bytes += encoded
-            requests.append((id, Pending(answer: { deliver(index, $0) }, killAt: killAt, frame: encoded,
+            requests.append((id, Pending(answer: { deliver(index, $0) }, killAt: killAt, installing: installing, frame: encoded,
                                          deadline: deadline?.nanoseconds)))
         }
         send(bytes, requests)
