@@ -45,7 +45,7 @@ let package = Package(
         fuzzTarget("captive-portal-api", ["HotspotNetwork"]),
         fuzzTarget("lua-values", ["LuaSandbox"]),
         fuzzTarget("worker-frames", ["LuaSandbox"]),
-        fuzzTarget("control-request", ["HotspotSystem"]),
+        fuzzTarget("control-request", ["HotspotControl"]),
         fuzzTarget("secrets-file", ["HotspotRuntime"]),
         fuzzTarget("state-files", ["HotspotRuntime", "HotspotCore"]),
     ]

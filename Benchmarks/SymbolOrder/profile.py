@@ -14,7 +14,7 @@ daemon. Each list is the functions that valgrind's callgrind saw run in that exe
   reload on SIGHUP and a stop on SIGTERM (the daemon's supervisor).
 
 Usage: profile.py RELEASE_FOLDER PRIVATE_LIBRARIES_FOLDER; it writes
-Sources/EXECUTABLE/symbol-order.txt. Names the executable no longer has are skipped by the
+Benchmarks/SymbolOrder/EXECUTABLE.txt. Names the executable no longer has are skipped by the
 linker, so a list that has grown stale costs only memory, never correctness.
 """
 import glob
@@ -176,7 +176,7 @@ def main(release, libraries):
     finally:
         shutil.rmtree(work)
     for executable, names in lists.items():
-        output = os.path.join(CHECKOUT, "Sources", executable, "symbol-order.txt")
+        output = os.path.join(CHECKOUT, "Benchmarks", "SymbolOrder", executable + ".txt")
         with open(output, "w") as file:
             file.write("\n".join(names) + "\n")
         step(f"{len(names)} functions written to {os.path.relpath(output, CHECKOUT)}")

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import HotspotRuntime
-import HotspotSystem
+import ServiceIntegration
 import Locking
 package import HotspotCore
 

@@ -5,7 +5,8 @@ package import ArgumentParser
 import FoundationEssentials
 import HotspotNetwork
 package import HotspotRuntime
-import HotspotSystem
+import LinuxFiles
+import NetworkSources
 package import LuaSandbox
 import HotspotCore
 

@@ -1,4 +1,5 @@
 import HotspotCore
+import JSON
 
 /// What a network's RFC 8908 Captive Portal API says about the device's session.
 public struct CaptivePortalStatus: Sendable, Equatable {

@@ -1,5 +1,6 @@
 public import HotspotCore
 public import HotspotNetwork
+import JSON
 
 extension HotspotEvent {
     /// One JSON object on one line, with the keys of the `connect --json` contract in order

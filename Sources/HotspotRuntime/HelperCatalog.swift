@@ -1,6 +1,6 @@
 import FoundationEssentials
 public import LuaSandbox
-import HotspotSystem
+import LinuxFiles
 
 /// The helpers at a script path (a file or a directory of `*.lua`), kept in step with the
 /// files: a script whose text changed is loaded again, a new one is added, a deleted one is

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import HotspotSystem
+import LinuxFiles
 public import LuaSandbox
 public import HotspotNetwork
 public import HotspotCore

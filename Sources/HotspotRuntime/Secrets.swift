@@ -4,7 +4,7 @@ import Glibc
 import FoundationEssentials
 public import HotspotCore
 import HotspotNetwork
-import HotspotSystem
+import LinuxFiles
 
 /// Venue credentials for `cmd:secret(name)`, read from a file with one section per helper:
 ///

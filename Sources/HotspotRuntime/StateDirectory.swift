@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
-import HotspotSystem
+import LinuxFiles
 import Locking
 import Synchronization
 public import HotspotCore

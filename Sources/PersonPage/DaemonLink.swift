@@ -1,5 +1,5 @@
 import Dispatch
-import HotspotSystem
+import HotspotControl
 
 /// The daemon's control socket, asked from async code.
 struct DaemonLink: Sendable {

@@ -1,4 +1,4 @@
-import HotspotSystem
+import HotspotControl
 import Locking
 import Synchronization
 

@@ -1,4 +1,4 @@
-import HotspotSystem
+import HotspotControl
 import HTTPServing
 
 /// The page a person opens to see and answer the daemon (`hotspot-helper web`): a small web

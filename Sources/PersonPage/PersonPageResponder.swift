@@ -1,7 +1,7 @@
 import FoundationEssentials
 import HTTPTypes
 import Hummingbird
-import HotspotSystem
+import HotspotControl
 import NIOCore
 
 /// Routes and checks every request (see `PersonPage`).

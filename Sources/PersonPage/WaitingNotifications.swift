@@ -1,5 +1,5 @@
 import HotspotCore
-import HotspotSystem
+import HotspotControl
 
 /// Tells the person on their desktop when a network starts waiting for them, and takes the
 /// notice back when it stops; clicking it opens the page. Brought up to date from the

@@ -1,5 +1,5 @@
-import HotspotNetwork
 import Hummingbird
+import JSON
 
 /// `capport`: the RFC 8908 API at `/capport-api`, a click-through portal at `/portal` (its
 /// user-portal-url), venue information at `/venue`. A login lasts the session length and a

@@ -1,5 +1,6 @@
 public import LuaSandbox
 import HotspotNetwork
+import JSON
 
 /// `json.encode(value)` and `json.decode(text)`, bounded in depth and size. JSON null
 /// decodes to nil; a table with keys 1..n encodes as an array, any other as an object.

@@ -6,7 +6,7 @@ import HotspotCommandLine
 import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime
-import HotspotSystem
+import LinuxFiles
 import LuaSandbox
 import PortalSimulator
 import Locking

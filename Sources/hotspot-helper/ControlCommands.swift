@@ -5,7 +5,7 @@ import ArgumentParser
 import HotspotCommandLine
 import FoundationEssentials
 import HotspotRuntime
-import HotspotSystem
+import HotspotControl
 
 /// Where the running daemon is: the options every control command shares.
 struct DaemonOptions: ParsableArguments {

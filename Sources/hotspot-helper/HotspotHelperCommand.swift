@@ -4,6 +4,7 @@ import HotspotNetwork
 import HotspotRuntime
 import LuaSandbox
 import ScriptLibraries
+import HotspotDaemon
 
 @main
 enum HotspotHelperMain {

@@ -4,7 +4,9 @@ import FoundationEssentials
 import HotspotNetwork
 import HotspotRuntime
 import HotspotCore
-import HotspotSystem
+import LinuxFiles
+import NetworkSources
+import JSON
 import Locking
 
 struct Networks: AsyncParsableCommand {

@@ -4,7 +4,7 @@ import Glibc
 import ArgumentParser
 import HotspotCommandLine
 import HotspotCore
-import HotspotSystem
+import HotspotControl
 
 /// Asks a helper's questions on the terminal, one field at a time, until each answer does.
 enum TerminalPrompt {

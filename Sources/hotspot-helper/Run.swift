@@ -3,14 +3,10 @@ import Glibc
 #endif
 import ArgumentParser
 import HotspotCommandLine
-import FoundationEssentials
-import HotspotNetwork
-import HotspotRuntime
-import HotspotSystem
-import LuaSandbox
-import HotspotCore
-import HotspotMetrics
-import Locking
+import HotspotControl
+import HotspotDaemon
+import NetworkSources
+import ServiceIntegration
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -143,123 +139,34 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let output = EventOutput(json: json)
-        let metrics = metricsListen.map { _ in HotspotMetrics(version: HotspotHelperCommand.version, labelsNetworks: metricsNetworkLabels) }
-        // Every event is written, counted in the metrics, kept in the recent activity `status`
-        // shows, and sent to the control socket's watchers (`hotspot-helper web`) once it listens.
-        let activity = RecentActivity()
-        let watchers = PlainLock<ControlServer?>(nil)
-        let emit: @Sendable (HotspotEvent) -> Void = { event in
-            output.write(event)
-            metrics?.record(event)
-            activity.record(event)
-            watchers.withLock { $0 }?.publish(Array(event.jsonLine.utf8))
-        }
         var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
         configuration.verifyAuthentication = !keeping.probes.isEmpty
+        var settings = DaemonService.Settings(scripts: scripts, sources: sources, stateDirectory: stateDirectory,
+                                              version: HotspotHelperCommand.version)
+        settings.controlSocket = controlSocket
+        settings.controlGroup = controlGroup.flatMap(ControlServer.groupID(named:))
+        settings.metricsListen = metricsListen
+        settings.metricsNetworkLabels = metricsNetworkLabels
+        settings.overrides = NetworkOverrides(resolvers: resolverOptions.resolvers, probeURLs: keeping.probes.map(\.text),
+                                              captivePortalAPI: captivePortalAPI.url)
+        settings.probeInterval = probeInterval.value > 0 ? probeInterval.duration : nil
+        settings.watch = watch
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let engine = try LoadedHelpers.engine(workers: runtimeOptions.workers, output: output)
         defer { engine.shutdown() }
-        let catalog = HelperCatalog(path: scripts, engine: engine, retirementDelay: configuration.commandDeadline)
-        let firstLoad = await catalog.refresh()
-        let helpers = await catalog.helpers
-        guard !helpers.isEmpty else {
-            firstLoad.problems.forEach { output.fail($0.description) }
-            output.fail("no script at \(scripts) loads, so there is nothing to run; `hotspot-helper check \(scripts)` lists every problem")
-            throw ExitCode(2)
-        }
-        // Connectivity probes and the check of a helper's success run in this process: libcurl
-        // loads while the daemon starts. After the workers start: loading Debian's sets an
-        // environment variable for a moment, which a worker spawned meanwhile would inherit.
-        if configuration.verifyAuthentication || probeInterval.value > 0 { BoundHTTPClient.loadLibraryInBackground() }
-        let runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: persistence,
-                                     configuration: configuration, events: emit)
-        let networkSources: [any NetworkSource] = sources.map { source in
-            switch source {
-            case .interface(let interface, let ssid):
-                // A configured Captive Portal API URI is not looked for in the leases.
-                InterfaceSource(interface: interface, ssid: ssid, discoveringCaptivePortalAPIIn: captivePortalAPI.url == nil ? .system : nil)
-            case .networkManager(let interface):
-                NetworkManagerSource(interface: interface)
-            }
-        }
-        let overrides = NetworkOverrides(resolvers: resolverOptions.resolvers, probeURLs: keeping.probes.map(\.text),
-                                         captivePortalAPI: captivePortalAPI.url)
-        let connectivity = probeInterval.value > 0 ? ConnectivityMonitor.Settings(interval: probeInterval.duration) : nil
-        let daemon = HotspotDaemon(runtime: runtime, catalog: catalog, sources: networkSources, overrides: overrides,
-                                   connectivity: connectivity, activity: activity, events: emit)
-        emit(.reload(ReloadEvent(reason: "started", firstLoad)))
-
-        let control: ControlServer
-        let metricsResponder: MetricsResponder?
+        let service: DaemonService
         do {
-            control = try ControlServer(path: controlSocket ?? stateDirectory + "/" + ControlServer.fileName,
-                                        group: controlGroup.flatMap(ControlServer.groupID(named:))) { await daemon.handle($0) }
-            metricsResponder = try serve(metrics, of: daemon, engine: engine)
+            service = try await DaemonService(settings, engine: engine, persistence: persistence, configuration: configuration,
+                                              events: output.write)
         } catch {
-            output.fail("\(error)")
+            if error.isUsage { throw ValidationError(error.lines.joined(separator: "\n")) }
+            error.lines.forEach(output.fail)
             throw ExitCode(2)
         }
-        defer {
-            control.stop()
-            metricsResponder?.stop()
-        }
-        watchers.withLock { $0 = control }
-
         let signals = SignalEvents([SIGHUP, SIGTERM, SIGINT] + (stallsOnSIGUSR1 ? [SIGUSR1] : []))
-        let watcher = try watch ? startWatching() : nil
-        defer { watcher?.stop() }
-        let serviceManager = ServiceNotifier()
-        let reload: @Sendable (String) async -> Void = { reason in
-            serviceManager?.notify(ServiceNotifier.reloadingAssignments)
-            await daemon.reload(reason: reason)
-            serviceManager?.notify(["READY=1", ServiceNotifier.status(await daemon.status().summary)])
-        }
-        let reloads = Task {
-            guard let watcher else { return }
-            for await _ in watcher.changes { await reload("changed on disk") }
-        }
-        defer { reloads.cancel() }
-
-        let sourceList = sources.map(\.description).joined(separator: ", ")
-        let metricsNote = metricsResponder.map { "; metrics at http://\($0.address)/metrics" } ?? ""
-        emit(.log(.info, "running \(helpers.count) helper\(helpers.count == 1 ? "" : "s") for \(sourceList); control socket \(control.path)\(metricsNote)"))
-        // The first joins run beside the signals, so a stop or a reload need not wait for them
-        // (they can take a whole command deadline); a stop cancels them.
-        let starting = Task { await daemon.start() }
-        serviceManager?.notify(["READY=1", ServiceNotifier.status(await daemon.status().summary)])
-        let heartbeat = Task { await serviceManager?.keepInformed { await daemon.status().summary } }
-        for await signal in signals.received {
-            if signal == SIGHUP {
-                await reload("SIGHUP")
-                continue
-            }
-            if signal == SIGUSR1 {
-                Task { await daemon.stallForTesting() }
-                continue
-            }
-            emit(.log(.info, "stopping on \(signal == SIGTERM ? "SIGTERM" : "SIGINT")"))
-            break
-        }
-        serviceManager?.notify(["STOPPING=1"])
-        heartbeat.cancel()
-        starting.cancel()
-        await starting.value
-        await daemon.stop()
-    }
-
-    /// The responder Prometheus scrapes, when `--metrics-listen` asks for one: each scrape
-    /// reads the networks' states through the daemon and the workers' figures from the engine.
-    private func serve(_ metrics: HotspotMetrics?, of daemon: HotspotDaemon, engine: LuaEngine) throws(MetricsResponderError)
-        -> MetricsResponder?
-    {
-        guard let metrics, let metricsListen else { return nil }
-        return try MetricsResponder(listening: metricsListen) {
-            let status = await daemon.status()
-            let replacements = Dictionary(uniqueKeysWithValues: engine.workerReplacements.map { ($0.key.rawValue, $0.value) })
-            return metrics.exposition(.init(networkStates: status.networkStates, workerResidentBytes: engine.workerResidentBytes,
-                                            workerReplacements: replacements))
-        }
+        defer { withExtendedLifetime(signals) {} }  // its signal sources live while the daemon serves
+        await service.serve(signals: signals.received)
     }
 
     private static func listenAddress(_ text: String) throws -> MetricsResponder.ListenAddress {
@@ -267,13 +174,5 @@ struct Run: AsyncParsableCommand {
             throw ValidationError("--metrics-listen \(text) is not a port, ADDRESS:PORT or [IPv6]:PORT, such as 9464 or 127.0.0.1:9464")
         }
         return address
-    }
-
-    private func startWatching() throws -> ScriptWatcher {
-        do {
-            return try ScriptWatcher(path: scripts)
-        } catch {
-            throw ValidationError("--watch: \(error.description)")
-        }
     }
 }

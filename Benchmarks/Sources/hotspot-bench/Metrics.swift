@@ -4,7 +4,7 @@ import Glibc
 import HotspotCore
 import HotspotMetrics
 import HotspotRuntime
-import HotspotSystem
+import ServiceIntegration
 import LuaSandbox
 import Synchronization
 

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Dispatch
-import HotspotSystem
+import DBusClient
 import LuaSandbox
 import Spawning
 

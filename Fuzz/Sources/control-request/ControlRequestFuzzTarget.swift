@@ -1,6 +1,6 @@
 import FoundationEssentials
 import FuzzSupport
-@testable import HotspotSystem
+@testable import HotspotControl
 
 /// A line sent to the daemon's control socket, read as its request. A request read, written
 /// as the client writes it, reads back the same.

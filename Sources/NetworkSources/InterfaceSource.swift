@@ -1,0 +1,128 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import HotspotCore
+import LinuxFiles
+
+/// `--source interface:IFACE:SSID`: a Linux interface treated as a joined network with this
+/// SSID, joined while its link is up with a carrier and left while it is not. The kernel
+/// tells of every change (rtnetlink), so a flap of a second is a leave and a join; the
+/// network's Captive Portal API URI is read from the DHCP leases again whenever a lease file
+/// changes (inotify).
+public final class InterfaceSource: NetworkSource {
+    public let interface: String
+    public let ssid: String
+    /// Where DHCP option 114 is looked for; nil when the URI is configured rather than discovered.
+    private let discovery: CaptivePortalAPIDiscovery.Places?
+    private let wakeUp = WakeUpPipe()
+
+    /// Lease files are written whole, but in steps: they are read once changes pause this long.
+    static let leaseQuietMilliseconds: Int32 = 100
+
+    public var description: String { "interface:\(interface):\(ssid)" }
+    public var reportsConnectivity: Bool { false }
+
+    public init(interface: String, ssid: String, discoveringCaptivePortalAPIIn discovery: CaptivePortalAPIDiscovery.Places? = .system) {
+        self.interface = interface
+        self.ssid = ssid
+        self.discovery = discovery
+    }
+
+    public func start() -> AsyncStream<NetworkSourceEvent> {
+        let (events, continuation) = AsyncStream.makeStream(of: NetworkSourceEvent.self)
+        continuation.onTermination = { [wakeUp] _ in wakeUp.wake() }
+        // A thread of its own, so the blocking poll never holds one of Swift concurrency's threads.
+        DispatchQueue(label: "interface-source-\(interface)").async {
+            do {
+                self.watch(try LinkNotifications(), self.discovery.map { LeaseWatch(directories: $0.leaseDirectories) }, continuation)
+            } catch {
+                continuation.yield(.note(.error, "\(self.interface): \(error); \(self.ssid) is not joined"))
+            }
+            continuation.finish()
+            self.wakeUp.close()
+        }
+        return events
+    }
+
+    public func supplyPasswords(_ passwords: [String: String]) {}  // an interface is joined already
+
+    public func stop() { wakeUp.wake() }
+
+    private func watch(_ links: LinkNotifications, _ leases: LeaseWatch?, _ events: AsyncStream<NetworkSourceEvent>.Continuation) {
+        var isUp: Bool?  // not known until the kernel first says
+        var captivePortalAPI: String?
+        var leasesChanged = false
+        links.requestAll()
+        func discover() {
+            guard let discovery else { return }
+            let found = CaptivePortalAPIDiscovery.uri(forInterface: interface, in: discovery)
+            guard found?.uri != captivePortalAPI else { return }
+            captivePortalAPI = found?.uri
+            events.yield(.note(.info, found.map { "the Captive Portal API of \(interface) is \($0.uri) (from \($0.source))" }
+                                   ?? "\(interface) no longer names a Captive Portal API"))
+        }
+        func network(joinedByItself: Bool) -> NetworkDescription {
+            NetworkDescription(ssid: ssid, didAutoJoin: joinedByItself, interface: interface, captivePortalAPI: captivePortalAPI)
+        }
+        func linkIs(up: Bool) {
+            guard up != isUp else { return }
+            let first = isUp == nil
+            isUp = up
+            if up {
+                discover()
+                // The link up when the daemon starts is the operator's join, not an auto-join.
+                events.yield(.joined(network(joinedByItself: !first), reason: first ? "\(interface) is up" : "\(interface) is up: joining"))
+            } else {
+                events.yield(.left(network(joinedByItself: true), reason: first ? "\(interface) is down; \(ssid) is joined when it comes up"
+                                                          : "\(interface) is down: leaving"))
+            }
+        }
+        while true {
+            var descriptors = [pollfd(fd: links.descriptor, events: Int16(POLLIN), revents: 0)]
+            if let leases { descriptors.append(pollfd(fd: leases.descriptor, events: Int16(POLLIN), revents: 0)) }
+            switch wakeUp.wait(for: &descriptors, timeoutMilliseconds: leasesChanged ? Self.leaseQuietMilliseconds : -1) {
+            case .woken, .failed:
+                return
+            case .timedOut:
+                leasesChanged = false
+                if isUp == true {
+                    let before = captivePortalAPI
+                    discover()
+                    if captivePortalAPI != before { events.yield(.changed(network(joinedByItself: true))) }
+                }
+            case .ready:
+                if descriptors[0].revents != 0 {
+                    let news = links.read()
+                    if news.overflowed { links.requestAll() }
+                    for link in news.links where link.name == interface { linkIs(up: link.isUp) }
+                    if news.allListed, isUp == nil { linkIs(up: false) }  // no such link (yet)
+                }
+                if descriptors.count > 1, descriptors[1].revents != 0, leases?.drain() == true { leasesChanged = true }
+            }
+        }
+    }
+}
+
+/// Changes in the directories that hold DHCP leases, through inotify: a lease written,
+/// moved in or removed.
+final class LeaseWatch {
+    let descriptor: Int32
+
+    /// Directories that do not exist are left out (a platform has one DHCP client or two).
+    init(directories: [String]) {
+        descriptor = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE)
+        for directory in directories where descriptor >= 0 { _ = inotify_add_watch(descriptor, directory, mask) }
+    }
+
+    deinit { if descriptor >= 0 { close(descriptor) } }
+
+    /// Reads what has arrived; whether anything had.
+    func drain() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var any = false
+        while buffer.withUnsafeMutableBytes({ read(descriptor, $0.baseAddress, $0.count) }) > 0 { any = true }
+        return any
+    }
+}

@@ -1,0 +1,430 @@
+import HotspotCore
+import DBusClient
+
+/// Names of NetworkManager's D-Bus API that the source uses.
+enum NetworkManagerAPI {
+    static let busName = "org.freedesktop.NetworkManager"
+    static let managerPath = "/org/freedesktop/NetworkManager"
+    static let manager = "org.freedesktop.NetworkManager"
+    /// Where its ObjectManager lives: every object, and their interfaces coming and going.
+    static let objectManagerPath = "/org/freedesktop"
+    static let device = "org.freedesktop.NetworkManager.Device"
+    static let wireless = "org.freedesktop.NetworkManager.Device.Wireless"
+    static let accessPoint = "org.freedesktop.NetworkManager.AccessPoint"
+    static let activeConnection = "org.freedesktop.NetworkManager.Connection.Active"
+    static let ip4Config = "org.freedesktop.NetworkManager.IP4Config"
+    static let dhcp4Config = "org.freedesktop.NetworkManager.DHCP4Config"
+    static let agentManagerPath = "/org/freedesktop/NetworkManager/AgentManager"
+    static let agentManager = "org.freedesktop.NetworkManager.AgentManager"
+    static let secretAgentPath = "/org/freedesktop/NetworkManager/SecretAgent"
+    static let secretAgent = "org.freedesktop.NetworkManager.SecretAgent"
+    static let noSecrets = "org.freedesktop.NetworkManager.SecretAgent.NoSecrets"
+
+    /// NMDeviceState: activated; from prepare to secondaries the device is on its way there.
+    static let activated: UInt64 = 100
+    static let activating: ClosedRange<UInt64> = 40...90
+}
+
+/// NetworkManager's objects as the source mirrors them: object path → interface → property.
+/// Loaded whole from its ObjectManager and kept current from its signals, so finding what a
+/// device is on needs no call to NetworkManager.
+struct NetworkManagerObjects {
+    typealias Properties = [String: BusValue]
+
+    private(set) var objects: [String: [String: Properties]] = [:]
+
+    subscript(path: String?, interface: String) -> Properties? {
+        path.flatMap { objects[$0]?[interface] }
+    }
+
+    /// Replaces everything with what `GetManagedObjects` answered (`a{oa{sa{sv}}}`); false
+    /// when the answer is not of that shape.
+    mutating func load(_ managed: BusValue) -> Bool {
+        guard case .array("{oa{sa{sv}}}", let entries) = managed else { return false }
+        objects = [:]
+        for case .dictionaryEntry(.objectPath(let path), let interfaces) in entries { add(path, interfaces: interfaces) }
+        return true
+    }
+
+    /// ObjectManager's InterfacesAdded: `interfaces` is `a{sa{sv}}`.
+    mutating func add(_ path: String, interfaces: BusValue) {
+        for (interface, properties) in interfaces.stringKeyed ?? [:] {
+            objects[path, default: [:]][interface, default: [:]].merge(properties.stringKeyed ?? [:]) { $1 }
+        }
+    }
+
+    /// ObjectManager's InterfacesRemoved.
+    mutating func remove(_ path: String, interfaces: [String]) {
+        interfaces.forEach { objects[path]?[$0] = nil }
+        if objects[path]?.isEmpty == true { objects[path] = nil }
+    }
+
+    /// DeviceRemoved and AccessPointRemoved, for a NetworkManager that sends no
+    /// InterfacesRemoved with them.
+    mutating func removeObject(_ path: String) { objects[path] = nil }
+
+    /// A PropertiesChanged: `changed` is `a{sv}`.
+    mutating func change(_ path: String, interface: String, _ changed: BusValue) {
+        objects[path, default: [:]][interface, default: [:]].merge(changed.stringKeyed ?? [:]) { $1 }
+    }
+
+    mutating func removeAll() { objects = [:] }
+
+    /// Whether `value` names an object not mirrored (one announced by no InterfacesAdded).
+    func namesUnknownObjects(_ value: BusValue) -> Bool {
+        switch value {
+        case .objectPath(let path): path != "/" && objects[path] == nil
+        case .array(_, let elements), .structure(let elements): elements.contains(where: namesUnknownObjects)
+        case .dictionaryEntry(let key, let value): namesUnknownObjects(key) || namesUnknownObjects(value)
+        case .variant(let inner): namesUnknownObjects(inner)
+        default: false
+        }
+    }
+}
+
+/// What NetworkManager's objects say of the devices a source follows.
+struct NetworkManagerView: Equatable {
+    enum Device: Equatable {
+        /// Activated on a network; NetworkManager's connectivity verdict, when it has one.
+        case activated(NetworkDescription, ConnectivityState?)
+        /// On its way to activated: no reason to leave a network it was on.
+        case activating
+        case inactive
+    }
+
+    /// By interface name, which survives a restart of NetworkManager (object paths do not).
+    var devices: [String: Device] = [:]
+    /// The access points of the Wi-Fi devices.
+    var scanList: [NetworkDescription] = []
+    /// When each Wi-Fi device last scanned (LastScan), so a new scan finding the same networks counts.
+    var lastScans: [Int64] = []
+    /// NetworkManager is still activating what it activates as it starts (Manager.Startup):
+    /// a device not activated yet may still be.
+    var isStarting = false
+    /// Values of a type or content that could not be used, in words.
+    var problems: [String] = []
+
+    /// The view of `objects` for the device with interface `only`, or every device.
+    init(_ objects: NetworkManagerObjects, only: String? = nil) {
+        var reader = PropertyReader()
+        let manager = objects[NetworkManagerAPI.managerPath, NetworkManagerAPI.manager]
+        isStarting = reader.boolean(manager, "Startup", of: NetworkManagerAPI.managerPath) ?? false
+        let managerConnectivity = reader.unsigned(manager, "Connectivity", of: NetworkManagerAPI.managerPath)
+        for (path, interfaces) in objects.objects.sorted(by: { $0.key < $1.key }) {
+            guard let device = interfaces[NetworkManagerAPI.device] else { continue }
+            let kernelName = reader.string(device, "Interface", of: path) ?? ""
+            let ipName = reader.string(device, "IpInterface", of: path) ?? ""
+            let name = ipName.isEmpty ? kernelName : ipName
+            guard !name.isEmpty, only == nil || only == name || only == kernelName else { continue }
+            let wireless = interfaces[NetworkManagerAPI.wireless]
+            if let wireless {
+                let accessPoints = reader.references(wireless, "AccessPoints", of: path) ?? []
+                scanList += accessPoints.compactMap { reader.accessPoint(objects, $0, interface: name) }
+                lastScans.append(reader.signed(wireless, "LastScan", of: path) ?? 0)
+            }
+            switch reader.unsigned(device, "State", of: path) ?? 0 {
+            case NetworkManagerAPI.activated:
+                guard let network = reader.network(objects, device: path, interface: name, isWireless: wireless != nil) else {
+                    devices[name] = .inactive
+                    continue
+                }
+                let connectivity = reader.unsigned(device, "Ip4Connectivity", of: path) ?? managerConnectivity
+                devices[name] = .activated(network, connectivity.flatMap(Self.connectivity))
+            case NetworkManagerAPI.activating:
+                devices[name] = .activating
+            default:
+                devices[name] = .inactive
+            }
+        }
+        // An access point is read for the scan list and again as the one a device is on.
+        var seen: Set<String> = []
+        problems = reader.problems.filter { seen.insert($0).inserted }
+    }
+
+    /// NMConnectivityState in the project's words; nil for unknown (no check configured, or
+    /// none done yet).
+    static func connectivity(_ state: UInt64) -> ConnectivityState? {
+        switch state {
+        case 1: .notConnected
+        case 2: .captive
+        case 3: .connectedWithoutInternet
+        case 4: .connected
+        default: nil
+        }
+    }
+
+    /// An SSID's bytes as text: as they are when they are UTF-8 without control characters;
+    /// otherwise every byte that is not printable text written `\xHH` (and `\` as `\\`), so
+    /// that two SSIDs stay two. `escaped` says which.
+    static func ssidText(_ bytes: [UInt8]) -> (text: String, escaped: Bool) {
+        if let text = String(validating: bytes, as: UTF8.self), !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return (text, false)
+        }
+        var text = ""
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        var position = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded):
+                let scalar = Unicode.UTF8.decode(encoded)
+                if scalar == "\\" {
+                    text += "\\\\"
+                } else if scalar.properties.generalCategory == .control {
+                    text += encoded.map { "\\x" + hex($0) }.joined()
+                } else {
+                    text.unicodeScalars.append(scalar)
+                }
+                position += encoded.count
+            case .error(let length):
+                text += bytes[position..<(position + length)].map { "\\x" + hex($0) }.joined()
+                position += length
+            case .emptyInput:
+                return (text, true)
+            }
+        }
+    }
+
+    private static func hex(_ byte: UInt8) -> String {
+        let digits = Array("0123456789abcdef")
+        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xf)]])
+    }
+}
+
+/// Reads NetworkManager's properties, noting each one of a type it did not expect rather than
+/// failing: what NetworkManager (or anything owning its name) sends is input like any other.
+private struct PropertyReader {
+    var problems: [String] = []
+
+    private mutating func read<Value>(_ properties: NetworkManagerObjects.Properties?, _ name: String, of path: String,
+                                      expected: String, _ convert: (BusValue) -> Value?) -> Value? {
+        guard let value = properties?[name] else { return nil }
+        guard let converted = convert(value) else {
+            problems.append("NetworkManager's \(path) has a \(name) that is \(value.kind), not \(expected); it is left out")
+            return nil
+        }
+        return converted
+    }
+
+    mutating func string(_ properties: NetworkManagerObjects.Properties?, _ name: String, of path: String) -> String? {
+        read(properties, name, of: path, expected: "a string") { $0.string }
+    }
+
+    mutating func unsigned(_ properties: NetworkManagerObjects.Properties?, _ name: String, of path: String) -> UInt64? {
+        read(properties, name, of: path, expected: "an unsigned integer") { $0.unsigned }
+    }
+
+    mutating func signed(_ properties: NetworkManagerObjects.Properties?, _ name: String, of path: String) -> Int64? {
+        read(properties, name, of: path, expected: "an integer") { value in
+            if case .int64(let number) = value.unwrapped { return number }
+            return value.unsigned.flatMap { Int64(exactly: $0) }
+        }
+    }
+
+    mutating func boolean(_ properties: NetworkManagerObjects.Properties?, _ name: String, of path: String) -> Bool? {
+        read(properties, name, of: path, expected: "a boolean") { $0.boolean }
+    }
+
+    /// An object path; nil for `/`, NetworkManager's "none", too.
+    mutating func reference(_ properties: NetworkManagerObjects.Properties?, _ name: String, of path: String) -> String? {
+        let reference = read(properties, name, of: path, expected: "an object path") { value in
+            if case .objectPath(let path) = value.unwrapped { path } else { nil }
+        }
+        return reference == "/" ? nil : reference
+    }
+
+    mutating func references(_ properties: NetworkManagerObjects.Properties?, _ name: String, of path: String) -> [String]? {
+        read(properties, name, of: path, expected: "an array of object paths") { $0.references }
+    }
+
+    /// The network a device activated: for Wi-Fi, the access point its active connection
+    /// names (SpecificObject); for anything else, or an access point it does not name, the
+    /// connection's name (Id) stands for the SSID.
+    mutating func network(_ objects: NetworkManagerObjects, device path: String, interface: String,
+                          isWireless: Bool) -> NetworkDescription? {
+        let device = objects[path, NetworkManagerAPI.device]
+        let activePath = reference(device, "ActiveConnection", of: path)
+        let active = objects[activePath, NetworkManagerAPI.activeConnection]
+        var network: NetworkDescription?
+        if isWireless, let activePath, let accessPointPath = reference(active, "SpecificObject", of: activePath) {
+            network = accessPoint(objects, accessPointPath, interface: interface)
+        }
+        if network == nil, let activePath, let id = string(active, "Id", of: activePath), !id.isEmpty {
+            network = NetworkDescription(ssid: id, interface: interface)
+        }
+        guard var network else {
+            problems.append("NetworkManager activated \(interface) without a connection name or an SSID; it is not joined")
+            return nil
+        }
+        if let configPath = reference(device, "Ip4Config", of: path) {
+            network.resolvers = nameServers(objects[configPath, NetworkManagerAPI.ip4Config], of: configPath)
+        }
+        if let dhcpPath = reference(device, "Dhcp4Config", of: path),
+           let options = read(objects[dhcpPath, NetworkManagerAPI.dhcp4Config], "Options", of: dhcpPath, expected: "a dictionary", { $0.stringKeyed }) {
+            // RFC 8910: NetworkManager's dhclient backend names option 114 default_url.
+            network.captivePortalAPI = CaptivePortalAPIDiscovery.networkManagerOptionNames.lazy.compactMap { options[$0]?.string }.first
+        }
+        return network
+    }
+
+    /// An access point as a helper sees it in the scan list; nil for a hidden network (no SSID).
+    mutating func accessPoint(_ objects: NetworkManagerObjects, _ path: String, interface: String) -> NetworkDescription? {
+        guard let properties = objects[path, NetworkManagerAPI.accessPoint],
+              let bytes = read(properties, "Ssid", of: path, expected: "an array of bytes", { $0.bytes }), !bytes.isEmpty else { return nil }
+        let ssid = NetworkManagerView.ssidText(bytes)
+        if ssid.escaped {
+            problems.append("the SSID of NetworkManager's \(path) is not plain UTF-8 text; helpers see it written \(ssid.text)")
+        }
+        let strength = unsigned(properties, "Strength", of: path).map { min(Double($0), 100) / 100 } ?? 1
+        let privacy = (unsigned(properties, "Flags", of: path) ?? 0) & 0x1 != 0  // NM_802_11_AP_FLAGS_PRIVACY
+        let wpa = (unsigned(properties, "WpaFlags", of: path) ?? 0) != 0
+        let rsn = (unsigned(properties, "RsnFlags", of: path) ?? 0) != 0
+        return NetworkDescription(ssid: ssid.text, bssid: string(properties, "HwAddress", of: path) ?? "", signalStrength: strength,
+                                  isSecure: privacy || wpa || rsn, interface: interface)
+    }
+
+    /// NameserverData's addresses (NetworkManager 1.14 and later), else Nameservers' (IPv4 in
+    /// network byte order).
+    private mutating func nameServers(_ config: NetworkManagerObjects.Properties?, of path: String) -> [String] {
+        if let data = read(config, "NameserverData", of: path, expected: "an array of dictionaries", { $0.elements }) {
+            return data.compactMap { $0.stringKeyed?["address"]?.string }
+        }
+        let numbers = read(config, "Nameservers", of: path, expected: "an array of integers") { value in
+            value.elements.map { $0.compactMap(\.unsigned) }
+        } ?? []
+        return numbers.map { number in (0..<4).map { String((number >> (8 * $0)) & 0xff) }.joined(separator: ".") }
+    }
+}
+
+/// What a NetworkManager source has told the daemon, kept across connections to the bus, so
+/// that after NetworkManager or the bus comes back only what changed meanwhile is reported.
+struct NetworkManagerReport {
+    private struct Joined {
+        var network: NetworkDescription
+        var connectivity: ConnectivityState?
+    }
+
+    private var joined: [String: Joined] = [:]
+    /// Devices of joined networks that NetworkManager no longer lists, and since when.
+    private var missingSince: [String: ContinuousClock.Instant] = [:]
+    private var scanList: [NetworkDescription] = []
+    private var lastScans: [Int64] = []
+    private var problems: Set<String> = []
+    private var hasSynchronised = false
+
+    /// How long a joined network's device may be missing before the network is left:
+    /// NetworkManager, stopping, drops its devices a moment before it leaves the bus, and
+    /// stopping NetworkManager leaves the device on its network.
+    static let missingDeviceGrace: Duration = .seconds(2)
+
+    /// When the grace of a missing device ends, for the caller to look again then.
+    var nextLook: ContinuousClock.Instant? {
+        missingSince.values.min().map { $0 + Self.missingDeviceGrace }
+    }
+
+    /// NetworkManager left the bus: its devices are not missing, only unseen until it is back.
+    mutating func networkManagerLeft() {
+        missingSince = [:]
+    }
+
+    /// The events that bring the daemon from what it was told to `view`.
+    mutating func events(toward view: NetworkManagerView, at now: ContinuousClock.Instant = .now) -> [NetworkSourceEvent] {
+        var events = view.problems.filter { !problems.contains($0) }.map { NetworkSourceEvent.note(.warn, $0) }
+        problems = Set(view.problems)
+        // Leaves first, so a network that moved between interfaces is left, then joined.
+        for (interface, was) in joined.sorted(by: { $0.key < $1.key }) {
+            let reason: String
+            switch view.devices[interface] {
+            case .activated(let network, _)?:
+                guard network.ssid != was.network.ssid else { continue }
+                reason = "NetworkManager moved \(interface) from \(was.network.ssid) to \(network.ssid)"
+            case .activating?:
+                continue
+            case .inactive?:
+                if view.isStarting { continue }
+                reason = "NetworkManager deactivated \(interface)"
+            case nil:
+                let since = missingSince[interface, default: now]
+                missingSince[interface] = since
+                if view.isStarting || now < since + Self.missingDeviceGrace { continue }
+                reason = "\(interface) is no longer among NetworkManager's devices"
+            }
+            missingSince[interface] = nil
+            joined[interface] = nil
+            events.append(.left(was.network, reason: reason))
+        }
+        for (interface, device) in view.devices.sorted(by: { $0.key < $1.key }) {
+            missingSince[interface] = nil
+            guard case .activated(var network, let connectivity) = device else { continue }
+            if let was = joined[interface] {
+                network.didAutoJoin = was.network.didAutoJoin
+                var unchanged = network
+                unchanged.signalStrength = was.network.signalStrength  // a strength of its own is no change
+                if unchanged != was.network { events.append(.changed(network)) }
+            } else {
+                // What is activated when the source first looks is the operator's join.
+                network.didAutoJoin = hasSynchronised
+                events.append(.joined(network, reason: "NetworkManager has \(interface) on \(network.ssid)"))
+            }
+            if let connectivity, connectivity != joined[interface]?.connectivity {
+                events.append(.connectivity(ssid: network.ssid, connectivity))
+            }
+            joined[interface] = Joined(network: network, connectivity: connectivity)
+        }
+        // The first look lists what is in range even when nothing is, so a reader knows.
+        if !hasSynchronised || view.scanList != scanList || (!view.scanList.isEmpty && view.lastScans != lastScans) {
+            events.append(.scanList(view.scanList))
+        }
+        (scanList, lastScans) = (view.scanList, view.lastScans)
+        hasSynchronised = true
+        return events
+    }
+}
+
+/// What the secret agent answers NetworkManager's GetSecrets: a Wi-Fi pre-shared key a helper
+/// supplied for the network's SSID, and nothing else.
+enum SecretAgentAnswer: Equatable {
+    /// The reply (`a{sa{sv}}`), for `ssid`.
+    case secrets(BusValue, ssid: String)
+    /// A NoSecrets error, and why.
+    case refused(String)
+
+    static let wirelessSecurity = "802-11-wireless-security"
+    /// NM_SECRET_AGENT_GET_SECRETS_FLAG_REQUEST_NEW: the secret given last was wrong.
+    static let requestNew: UInt32 = 0x2
+
+    /// - Parameters:
+    ///   - connection: the connection's settings (`a{sa{sv}}`), as GetSecrets sends them.
+    ///   - passwords: the helpers' passwords, by SSID.
+    init(connection: BusValue, setting: String, hints: [String], flags: UInt32, passwords: [String: String]) {
+        let settings = connection.stringKeyed ?? [:]
+        guard setting == Self.wirelessSecurity else {
+            self = .refused("hotspot-helper gives Wi-Fi passwords only, not the secrets of \(setting)")
+            return
+        }
+        let keyManagement = settings[Self.wirelessSecurity]?.stringKeyed?["key-mgmt"]?.string ?? ""
+        guard ["wpa-psk", "sae"].contains(keyManagement) else {
+            self = .refused("hotspot-helper gives pre-shared keys only (wpa-psk, sae), not \(keyManagement.isEmpty ? "none" : keyManagement)")
+            return
+        }
+        guard hints.isEmpty || hints.contains("psk") else {
+            self = .refused("hotspot-helper gives the psk only, not \(hints.joined(separator: ", "))")
+            return
+        }
+        guard let bytes = settings["802-11-wireless"]?.stringKeyed?["ssid"]?.bytes else {
+            self = .refused("the connection names no SSID")
+            return
+        }
+        let ssid = NetworkManagerView.ssidText(bytes).text
+        guard let password = passwords[ssid] else {
+            self = .refused("no helper supplied a password for \(ssid)")
+            return
+        }
+        guard flags & Self.requestNew == 0 else {
+            self = .refused("the password a helper supplied for \(ssid) did not work, and there is no other")
+            return
+        }
+        self = .secrets(.dictionary([(Self.wirelessSecurity, .dictionary([("psk", .variant(.string(password)))], valueSignature: "v"))],
+                                    valueSignature: "a{sv}"), ssid: ssid)
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import HotspotCore
+import Testing
+import TestSupport
+@testable import NetworkSources
+
+@Suite("The interface source")
+struct InterfaceSourceTests {
+    /// An rtnetlink message: nlmsghdr, ifinfomsg with `flags`, an IFLA_IFNAME attribute.
+    static func linkMessage(type: UInt16, flags: UInt32, name: String) -> [UInt8] {
+        func bytes<Value: FixedWidthInteger>(_ value: Value) -> [UInt8] { withUnsafeBytes(of: value) { Array($0) } }
+        let nameBytes = Array(name.utf8) + [0]
+        var attribute = bytes(UInt16(4 + nameBytes.count)) + bytes(UInt16(3)) + nameBytes
+        while attribute.count % 4 != 0 { attribute.append(0) }
+        let info = [UInt8(AF_UNSPEC), 0] + bytes(UInt16(1)) + bytes(Int32(2)) + bytes(flags) + bytes(UInt32(0))
+        let body = info + attribute
+        return bytes(UInt32(16 + body.count)) + bytes(type) + bytes(UInt16(0)) + bytes(UInt32(0)) + bytes(UInt32(0)) + body
+    }
+
+    @Test func rtnetlinkMessagesSayWhichLinksAreUpWithACarrier() {
+        let up = Self.linkMessage(type: 16, flags: 0x1 | 0x10000, name: "wlan0")
+        let noCarrier = Self.linkMessage(type: 16, flags: 0x1, name: "wlan0")
+        let deleted = Self.linkMessage(type: 17, flags: 0x1 | 0x10000, name: "veth9")
+        let done: [UInt8] = [20, 0, 0, 0, 3, 0, 2, 0] + [UInt8](repeating: 0, count: 12)
+        let news = LinkNotifications.parse((up + noCarrier + deleted + done)[...])
+        #expect(news.links == [.init(name: "wlan0", isUp: true), .init(name: "wlan0", isUp: false), .init(name: "veth9", isUp: false)])
+        #expect(news.allListed)
+    }
+
+    @Test func messagesCutShortOrOfAnyOtherKindAreSkipped() {
+        let up = Self.linkMessage(type: 16, flags: 0x10001, name: "wlan0")
+        #expect(LinkNotifications.parse(up.dropLast(3)).links.isEmpty, "cut short")
+        var lying = up
+        lying[0] = 0xff  // a length past the end
+        #expect(LinkNotifications.parse(lying[...]).links.isEmpty)
+        var badAttribute = up
+        badAttribute[32] = 200  // the name attribute claims more than there is
+        #expect(LinkNotifications.parse(badAttribute[...]).links.isEmpty)
+        let address = Self.linkMessage(type: 20, flags: 0x10001, name: "wlan0")  // RTM_NEWADDR
+        #expect(LinkNotifications.parse(address[...]).links.isEmpty)
+        #expect(LinkNotifications.parse([UInt8](repeating: 0, count: 40)[...]).links.isEmpty, "zero lengths end the batch")
+    }
+
+    /// Loopback is up with a carrier on every machine: it is joined, and a DHCP lease written
+    /// afterwards for it gives the network its Captive Portal API URI at once.
+    @Test func aLeaseWrittenWhileJoinedChangesTheCaptivePortalAPI() async throws {
+        let leases = try scratchDirectory("leases")
+        let places = CaptivePortalAPIDiscovery.Places(nmcli: nil, networkdLeases: leases + "/networkd", dhclientLeases: leases,
+                                                      networkManagerLeases: leases + "/nm")
+        let source = InterfaceSource(interface: "lo", ssid: "Loopback-Cafe", discoveringCaptivePortalAPIIn: places)
+        let events = source.start()
+        var iterator = events.makeAsyncIterator()
+        let joined = await iterator.next()
+        #expect(joined == .joined(NetworkDescription(ssid: "Loopback-Cafe", interface: "lo"), reason: "lo is up"))
+
+        try "lease {\n  interface \"lo\";\n  option default-url \"https://api.cafe.example/capport\";\n}\n"
+            .write(toFile: leases + "/dhclient.lo.leases", atomically: true, encoding: .utf8)
+        #expect(await iterator.next() == .note(.info, "the Captive Portal API of lo is https://api.cafe.example/capport (from dhclient)"))
+        #expect(await iterator.next() == .changed(NetworkDescription(ssid: "Loopback-Cafe", didAutoJoin: true, interface: "lo",
+                                                                     captivePortalAPI: "https://api.cafe.example/capport")))
+        source.stop()
+        #expect(await iterator.next() == nil, "stopping ends the events")
+    }
+
+    @Test func sourcesAreParsedWithAClearMessageForAnyMistake() throws {
+        #expect(try NetworkSourceArgument.parse("interface:lo:Cafe") == .interface("lo", ssid: "Cafe"))
+        #expect(try NetworkSourceArgument.parse("networkmanager") == .networkManager(interface: nil))
+        #expect(try NetworkSourceArgument.parse("networkmanager:wlan0") == .networkManager(interface: "wlan0"))
+        let mistakes = [
+            "interface:lo": "expected interface:IFACE:SSID, such as interface:wlan0:Aroma-Guest",
+            "interface:nosuch0:Cafe": "no network interface called \"nosuch0\" (see `ip link`)",
+            "interface:lo:" + String(repeating: "x", count: 33): "the SSID must be 1 to 32 bytes",
+            "networkmanager:": "networkmanager:IFACE needs the interface, such as networkmanager:wlan0",
+            "wifi": "expected interface:IFACE:SSID (such as interface:wlan0:Aroma-Guest), networkmanager or networkmanager:IFACE",
+        ]
+        for (text, message) in mistakes {
+            #expect(throws: NetworkSourceError.self) { try NetworkSourceArgument.parse(text) }
+            do { _ = try NetworkSourceArgument.parse(text) } catch { #expect(error.description == message) }
+        }
+    }
+}
