@@ -269,7 +269,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "SpawningTests", dependencies: ["Spawning"], swiftSettings: swiftSettings),
         // Package.swift itself: every import and every executable a test starts is declared.
-        .testTarget(name: "PackageLayoutTests", swiftSettings: swiftSettings),
+        .testTarget(name: "PackageLayoutTests", dependencies: ["TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: swiftSettings),
         .testTarget(name: "LinuxFilesTests", dependencies: ["LinuxFiles", "TestSupport", "Locking"], swiftSettings: swiftSettings),
         .testTarget(name: "DBusClientTests", dependencies: ["DBusClient", "TestSupport", "Locking"], swiftSettings: swiftSettings),

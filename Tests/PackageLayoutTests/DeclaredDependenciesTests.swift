@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Every edge of the module graph is in Package.swift: a module imports only what its target
 /// declares, and a test target declares every executable it starts. SwiftPM does not check
@@ -22,10 +23,8 @@ struct DeclaredDependenciesTests {
         let dependencies: Set<String>
     }
 
-    /// The manifest's targets, read once for every test.
-    static func targets() throws -> [Target] { try manifest.get() }
-
-    private static let manifest = Result { try readManifest() }
+    /// The manifest's targets, read on a thread of the test's own (SwiftPM takes a second or two).
+    static func targets() async throws -> [Target] { try await onOwnThread(readManifest) }
 
     /// The manifest as SwiftPM reads it (`swift package dump-package`, in a scratch folder of its
     /// own so it does not wait for the build that runs the tests).
@@ -69,8 +68,8 @@ struct DeclaredDependenciesTests {
         pattern: #"^(?:@[A-Za-z_]+(?:\([^)]*\))? )*(?:(?:public|package|internal) )?import ([A-Za-z_][A-Za-z0-9_]*)\s*$"#,
         options: .anchorsMatchLines)
 
-    @Test func everyImportedModuleIsDeclared() throws {
-        let targets = try Self.targets()
+    @Test func everyImportedModuleIsDeclared() async throws {
+        let targets = try await Self.targets()
         #expect(targets.count > 40, "the manifest read")
         var undeclared: [String] = []
         for target in targets where target.type != "system-target" && target.type != "plugin" {
@@ -86,8 +85,8 @@ struct DeclaredDependenciesTests {
         #expect(undeclared.isEmpty, "declare these in Package.swift: \(undeclared.joined(separator: "; "))")
     }
 
-    @Test func everyExecutableATestStartsIsDeclared() throws {
-        let targets = try Self.targets()
+    @Test func everyExecutableATestStartsIsDeclared() async throws {
+        let targets = try await Self.targets()
         let executables = Set(targets.filter { $0.type == "executable" }.map(\.name))
         #expect(executables.contains("hotspot-helper"))
         let named = try NSRegularExpression(pattern: #"executableBesideCurrent\(named: "([^"]+)"\)"#)
@@ -111,8 +110,8 @@ struct DeclaredDependenciesTests {
 /// the tests, naming what the target depends on, no more, no less.
 @Suite("The module table matches Package.swift")
 struct ModuleTableTests {
-    @Test func everyTargetHasARowListingItsDependencies() throws {
-        let targets = try DeclaredDependenciesTests.targets()
+    @Test func everyTargetHasARowListingItsDependencies() async throws {
+        let targets = try await DeclaredDependenciesTests.targets()
         let document = try String(contentsOf: DeclaredDependenciesTests.root.appendingPathComponent("docs/ARCHITECTURE.md"), encoding: .utf8)
         let table = try #require(document.range(of: "## Modules").flatMap { start in
             document.range(of: "\n## ", range: start.upperBound..<document.endIndex).map { document[start.upperBound..<$0.lowerBound] }
