@@ -49,6 +49,9 @@ let package = Package(
         .library(name: "ScriptLibraries", targets: ["ScriptLibraries"]),
         .library(name: "PortalSimulator", targets: ["PortalSimulator"]),
         .library(name: "Spawning", targets: ["Spawning"]),
+        // The tests' support, as NIOEmbedded and HummingbirdTesting are theirs: the core's seams
+        // faked (a transport, persistence, checks, a clock the test moves) and the waits every suite uses.
+        .library(name: "TestSupport", targets: ["TestSupport"]),
         // For the tests and the bench, which both run a real NetworkManager in namespaces.
         .library(name: "TestbedRecipes", targets: ["TestbedRecipes"]),
         .executable(name: "hotspot-helper", targets: ["hotspot-helper"]),
@@ -229,7 +232,8 @@ let package = Package(
             swiftSettings: swiftSettings, linkerSettings: packedRelocations + releasedForDevices("hotspot-helper-web")),
         // A small example of the engine on its own, without hotspots.
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
-        // What several test targets share: waiting on conditions, blocking work off Swift
+        // What the test targets share: the core's seams faked and a clock that moves only when the
+        // test says (`Harness`, `TestClock`), waiting on conditions, blocking work off Swift
         // concurrency's threads, scratch files, reading events by kind, background services
         // (a private bus) started with Spawning's signal reset, so SIGTERM stops them.
         .target(name: "TestSupport", dependencies: ["HotspotCore", "Spawning", "Locking"], path: "Tests/TestSupport", swiftSettings: swiftSettings),

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import HotspotCore
 
 /// Evaluate goes to every helper at once; the first `high` wins at once, else the first

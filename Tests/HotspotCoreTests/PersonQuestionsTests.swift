@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import HotspotCore
 
 /// What a helper asks a person, and the answers checked against it before `present_ui`.

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import HotspotCore
 
 /// Every transition of the model (docs/HOTSPOT-MODEL.md), on the fake transport and the

@@ -1,16 +1,18 @@
+public import HotspotCore
 import Locking
-import Synchronization
-import Testing
-import TestSupport
-@testable import HotspotCore
+public import Synchronization
+
+// The hotspot core's seams faked, for any suite: a transport answering from a script, a
+// persistence that can fail, network checks that say what the test says, a clock that moves
+// only when the test says, and a machine over them (`Harness`).
 
 /// A helper of the fake transport.
-struct FakeHelper: HotspotHelper {
-    let id: String
-    let displayName: String
-    let handlers: Set<HotspotCommand>
+public struct FakeHelper: HotspotHelper {
+    public let id: String
+    public let displayName: String
+    public let handlers: Set<HotspotCommand>
 
-    init(_ id: String, displayName: String? = nil, handles handlers: Set<HotspotCommand> = Set(HotspotCommand.allCases)) {
+    public init(_ id: String, displayName: String? = nil, handles handlers: Set<HotspotCommand> = Set(HotspotCommand.allCases)) {
         self.id = id
         self.displayName = displayName ?? id
         self.handlers = handlers
@@ -20,8 +22,8 @@ struct FakeHelper: HotspotHelper {
 /// A transport whose helpers answer from a script of responses, at once. `sendAll` hands
 /// the answers on in the order the helpers are listed in `answerOrder` (the others after,
 /// in the order given), so arbitration can be tested without any real time.
-final class FakeTransport: HelperTransport {
-    typealias Answer = @Sendable (CommandRequest) -> HelperResponse
+public final class FakeTransport: HelperTransport {
+    public typealias Answer = @Sendable (CommandRequest) -> HelperResponse
 
     private struct State {
         var held: [String: [CheckedContinuation<Bool, Never>]] = [:]
@@ -38,25 +40,25 @@ final class FakeTransport: HelperTransport {
 
     /// `helper` answers `command` with `responses`, one per command in turn; the last one
     /// again once they are used up.
-    func answer(_ helper: String, _ command: HotspotCommand, _ responses: HelperResponse...) {
+    public func answer(_ helper: String, _ command: HotspotCommand, _ responses: HelperResponse...) {
         let answers = responses.map { response in { @Sendable (_: CommandRequest) in response } }
         state.withLock { $0.answers[helper, default: [:]][command] = answers }
     }
 
-    func answer(_ helper: String, _ command: HotspotCommand, with answer: @escaping Answer) {
+    public func answer(_ helper: String, _ command: HotspotCommand, with answer: @escaping Answer) {
         state.withLock { $0.answers[helper, default: [:]][command] = [answer] }
     }
 
-    func answerInOrder(_ helpers: String...) { state.withLock { $0.answerOrder = helpers } }
+    public func answerInOrder(_ helpers: String...) { state.withLock { $0.answerOrder = helpers } }
 
     /// Every command sent, in order, as `helper:command`.
-    var sent: [String] { state.withLock { $0.sent.map { "\($0.helper):\($0.request.command.rawValue)" } } }
-    var requests: [(helper: String, request: CommandRequest)] { state.withLock { $0.sent } }
+    public var sent: [String] { state.withLock { $0.sent.map { "\($0.helper):\($0.request.command.rawValue)" } } }
+    public var requests: [(helper: String, request: CommandRequest)] { state.withLock { $0.sent } }
     /// The helpers `sendAll` left out after `take` said stop.
-    var cancelled: [String] { state.withLock { $0.cancelled } }
+    public var cancelled: [String] { state.withLock { $0.cancelled } }
     /// The held commands cancelled while they waited, as `helper:command`.
-    var cancelledCommands: [String] { state.withLock { $0.cancelledCommands } }
-    var replaced: [[String]] { state.withLock { $0.replaced } }
+    public var cancelledCommands: [String] { state.withLock { $0.cancelledCommands } }
+    public var replaced: [[String]] { state.withLock { $0.replaced } }
 
     private func respond(_ request: CommandRequest, _ helper: FakeHelper) -> HelperResponse {
         let answer: Answer? = state.withLock { state in
@@ -70,12 +72,12 @@ final class FakeTransport: HelperTransport {
     }
 
     /// `helper`'s answers to `command` wait until `release` (a command in flight).
-    func hold(_ helper: String, _ command: HotspotCommand) {
+    public func hold(_ helper: String, _ command: HotspotCommand) {
         _ = state.withLock { $0.holding.insert("\(helper):\(command.rawValue)") }
     }
 
     /// Lets the held commands answer, and those to come.
-    func release(_ helper: String, _ command: HotspotCommand) {
+    public func release(_ helper: String, _ command: HotspotCommand) {
         let key = "\(helper):\(command.rawValue)"
         let waiting = state.withLock { state in
             state.holding.remove(key)
@@ -85,13 +87,13 @@ final class FakeTransport: HelperTransport {
     }
 
     /// Whether a command of `helper` waits in `hold`.
-    func isHolding(_ helper: String, _ command: HotspotCommand) -> Bool {
+    public func isHolding(_ helper: String, _ command: HotspotCommand) -> Bool {
         state.withLock { !($0.held["\(helper):\(command.rawValue)"] ?? []).isEmpty }
     }
 
     /// A held command whose task is cancelled answers `failure("cancelled")` at once, as
     /// the engine's calls do, and is listed in `cancelledCommands`.
-    nonisolated(nonsending) func send(_ request: CommandRequest, to helper: FakeHelper) async -> HelperResponse {
+    public nonisolated(nonsending) func send(_ request: CommandRequest, to helper: FakeHelper) async -> HelperResponse {
         let key = "\(helper.id):\(request.command.rawValue)"
         let released = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -113,7 +115,7 @@ final class FakeTransport: HelperTransport {
         return respond(request, helper)
     }
 
-    nonisolated(nonsending) func sendAll(_ request: CommandRequest, to helpers: [FakeHelper],
+    public nonisolated(nonsending) func sendAll(_ request: CommandRequest, to helpers: [FakeHelper],
                                          _ take: (FakeHelper, HelperResponse) -> Bool) async {
         let order = state.withLock { $0.answerOrder }
         let ordered = helpers.sorted { (order.firstIndex(of: $0.id) ?? order.count) < (order.firstIndex(of: $1.id) ?? order.count) }
@@ -125,52 +127,52 @@ final class FakeTransport: HelperTransport {
         }
     }
 
-    func helpersReplaced(by helpers: [FakeHelper]) {
+    public func helpersReplaced(by helpers: [FakeHelper]) {
         state.withLock { $0.replaced.append(helpers.map(\.id)) }
     }
 }
 
 /// Persistence in memory that can be made to fail.
-final class FakePersistence: HotspotPersistence {
+public final class FakePersistence: HotspotPersistence {
     private let state = PlainLock(PersistentState())
-    let failing = Atomic(false)
+    public let failing = Atomic(false)
 
-    var snapshot: PersistentState { state.withLock { $0 } }
+    public var snapshot: PersistentState { state.withLock { $0 } }
 
-    func update(_ change: (inout PersistentState) -> Void) throws {
+    public func update(_ change: (inout PersistentState) -> Void) throws {
         if failing.load(ordering: .relaxed) { throw FakeFailure() }
         state.withLock { change(&$0) }
     }
 
-    struct FakeFailure: Error, CustomStringConvertible {
-        var description: String { "disk full" }
+    public struct FakeFailure: Error, CustomStringConvertible {
+        public var description: String { "disk full" }
     }
 }
 
 /// Network checks that answer what the test says.
-final class FakeChecks: NetworkChecks {
+public final class FakeChecks: NetworkChecks {
     private let verdicts = PlainLock<[ConnectivityState]>([])
     private let delay = PlainLock<Duration?>(nil)
 
     /// The verdicts of the next checks after a success, in turn.
-    func verdicts(_ states: ConnectivityState...) { verdicts.withLock { $0 = states } }
+    public func verdicts(_ states: ConnectivityState...) { verdicts.withLock { $0 = states } }
     /// What the network says about when to maintain next; nil: the interval.
-    func maintainAfter(_ duration: Duration?) { delay.withLock { $0 = duration } }
+    public func maintainAfter(_ duration: Duration?) { delay.withLock { $0 = duration } }
 
-    func connectivity(of network: NetworkDescription, after helper: String) async -> ConnectivityEvent? {
+    public func connectivity(of network: NetworkDescription, after helper: String) async -> ConnectivityEvent? {
         guard let state = verdicts.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { return nil }
         return ConnectivityEvent(network: network.ssid, verdict: state,
                                  portalURL: state == .captive ? "http://portal.example/login" : nil, helper: helper)
     }
 
-    func maintainDelay(for network: NetworkDescription, interval: Duration) async -> Duration {
+    public func maintainDelay(for network: NetworkDescription, interval: Duration) async -> Duration {
         delay.withLock { $0 } ?? interval
     }
 }
 
 /// A clock that moves only when the test says: sleepers wake when `advance` passes their
 /// deadline, in deadline order.
-final class TestClock: HotspotClock {
+public final class TestClock: HotspotClock {
     private struct Sleeper {
         let id: Int
         let deadline: Duration
@@ -186,9 +188,9 @@ final class TestClock: HotspotClock {
 
     private let state = PlainLock(State())
 
-    var now: Duration { state.withLock { $0.now } }
+    public var now: Duration { state.withLock { $0.now } }
 
-    func sleep(until deadline: Duration) async throws {
+    public func sleep(until deadline: Duration) async throws {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
@@ -216,7 +218,7 @@ final class TestClock: HotspotClock {
     }
 
     /// Returns once something sleeps on this clock, so that an advance reaches it.
-    func waitForSleeper() async {
+    public func waitForSleeper() async {
         await withCheckedContinuation { continuation in
             let sleeping = state.withLock { state in
                 if state.sleepers.isEmpty { state.sleeperWaiters.append(continuation) }
@@ -226,7 +228,7 @@ final class TestClock: HotspotClock {
         }
     }
 
-    func advance(by duration: Duration) {
+    public func advance(by duration: Duration) {
         let woken = state.withLock { state -> [Sleeper] in
             state.now += duration
             let due = state.sleepers.filter { $0.deadline <= state.now }.sorted { $0.deadline < $1.deadline }
@@ -239,7 +241,7 @@ final class TestClock: HotspotClock {
 
 /// Collects a machine's events, and lets a test wait for one without any timeout of its own
 /// (the suite's time limit catches a wait that never ends).
-final class EventRecorder: Sendable {
+public final class EventRecorder: Sendable {
     private struct State {
         var events: [HotspotEvent] = []
         var waiters: [(predicate: @Sendable (HotspotEvent) -> Bool, continuation: CheckedContinuation<HotspotEvent, Never>)] = []
@@ -247,7 +249,7 @@ final class EventRecorder: Sendable {
 
     private let state = PlainLock(State())
 
-    func record(_ event: HotspotEvent) {
+    public func record(_ event: HotspotEvent) {
         let waiting = state.withLock { state in
             state.events.append(event)
             let matching = state.waiters.filter { $0.predicate(event) }
@@ -257,15 +259,15 @@ final class EventRecorder: Sendable {
         for waiter in waiting { waiter.continuation.resume(returning: event) }
     }
 
-    var all: [HotspotEvent] { state.withLock { $0.events } }
+    public var all: [HotspotEvent] { state.withLock { $0.events } }
 
-    var transitions: [String] { all.transitions }
-    func commands(_ command: HotspotCommand? = nil) -> [CommandEvent] { all.commands(command) }
-    var logs: [LogEvent] { all.logs }
+    public var transitions: [String] { all.transitions }
+    public func commands(_ command: HotspotCommand? = nil) -> [CommandEvent] { all.commands(command) }
+    public var logs: [LogEvent] { all.logs }
 
     /// Waits until `count` events (counting those already recorded) match, and returns the
     /// `count`-th.
-    func wait(for count: Int = 1, _ predicate: @escaping @Sendable (HotspotEvent) -> Bool) async -> HotspotEvent {
+    public func wait(for count: Int = 1, _ predicate: @escaping @Sendable (HotspotEvent) -> Bool) async -> HotspotEvent {
         while true {
             let matched = state.withLock { $0.events.filter(predicate) }
             if matched.count >= count { return matched[count - 1] }
@@ -284,7 +286,7 @@ final class EventRecorder: Sendable {
 
     /// Waits until `ssid` has reached `state` `count` times in all.
     @discardableResult
-    func waitForState(_ ssid: String, _ target: HotspotState, count: Int = 1) async -> HotspotEvent {
+    public func waitForState(_ ssid: String, _ target: HotspotState, count: Int = 1) async -> HotspotEvent {
         await wait(for: count) { event in
             if case .state(let change) = event { change.network == ssid && change.to == target } else { false }
         }
@@ -292,34 +294,34 @@ final class EventRecorder: Sendable {
 }
 
 /// A machine over the fakes.
-struct Harness {
-    let transport = FakeTransport()
-    let persistence = FakePersistence()
-    let checks = FakeChecks()
-    let clock = TestClock()
-    let events = EventRecorder()
-    let machine: HotspotMachine<FakeTransport>
+public struct Harness: Sendable {
+    public let transport = FakeTransport()
+    public let persistence = FakePersistence()
+    public let checks = FakeChecks()
+    public let clock = TestClock()
+    public let events = EventRecorder()
+    public let machine: HotspotMachine<FakeTransport>
 
-    static let policy = HotspotMachine<FakeTransport>.Policy(
+    public static let policy = HotspotMachine<FakeTransport>.Policy(
         commandDeadline: .seconds(45), presentUIDeadline: nil, maintainInterval: .seconds(300),
         retryFirstDelay: .seconds(1), retryMaximumDelay: .seconds(8))
 
-    init(_ helpers: [FakeHelper], policy: HotspotMachine<FakeTransport>.Policy = Harness.policy) {
+    public init(_ helpers: [FakeHelper], policy: HotspotMachine<FakeTransport>.Policy = Harness.policy) {
         let events = self.events
         machine = HotspotMachine(helpers: helpers, transport: transport, persistence: persistence, checks: checks,
                                  clock: clock, policy: policy, events: { events.record($0) })
     }
 
-    init(_ ids: String..., policy: HotspotMachine<FakeTransport>.Policy = Harness.policy) {
+    public init(_ ids: String..., policy: HotspotMachine<FakeTransport>.Policy = Harness.policy) {
         self.init(ids.map { FakeHelper($0) }, policy: policy)
     }
 }
 
-let cafe = NetworkDescription(ssid: "Cafe", bssid: "02:00:00:00:00:01", signalStrength: 0.8)
-let autoJoinedCafe = NetworkDescription(ssid: "Cafe", bssid: "02:00:00:00:00:01", signalStrength: 0.8, didAutoJoin: true)
+public let cafe = NetworkDescription(ssid: "Cafe", bssid: "02:00:00:00:00:01", signalStrength: 0.8)
+public let autoJoinedCafe = NetworkDescription(ssid: "Cafe", bssid: "02:00:00:00:00:01", signalStrength: 0.8, didAutoJoin: true)
 
 extension HelperResponse {
-    static let success = HelperResponse(result: .success)
-    static func claims(_ confidence: Confidence) -> HelperResponse { HelperResponse(result: .success, confidence: confidence) }
-    static func result(_ result: CommandResult) -> HelperResponse { HelperResponse(result: result) }
+    public static let success = HelperResponse(result: .success)
+    public static func claims(_ confidence: Confidence) -> HelperResponse { HelperResponse(result: .success, confidence: confidence) }
+    public static func result(_ result: CommandResult) -> HelperResponse { HelperResponse(result: result) }
 }
