@@ -168,7 +168,7 @@ let package = Package(
         // written with the project's one JSON writer.
         .target(
             name: "PortalSimulator",
-            dependencies: ["JSON", "HTTPServing", "Locking", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["HotspotCore", "JSON", "HTTPServing", "Locking", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: swiftSettings),
         // What the daemon's executor needs that Swift's Glibc module leaves out: timer
         // descriptors and thread names.
@@ -260,7 +260,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "PortalSimulatorTests",
-            dependencies: ["PortalSimulator", "TestSupport", "hotspot-helper", "hotspot-helper-devtools", .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: ["PortalSimulator", "HotspotCore", "TestSupport", "hotspot-helper", "hotspot-helper-devtools", .product(name: "Hummingbird", package: "hummingbird")],
             swiftSettings: swiftSettings),
         // Scenarios/ holds the venue scripts of the scenario tests.
         .testTarget(

@@ -52,7 +52,7 @@ struct ClickThroughPortal: PortalBehavior {
             let tooSoon = state.withClient(request.client) { client in
                 defer { client.previousLoginAttempt = request.now }
                 guard let previous = client.previousLoginAttempt else { return true }
-                return previous.duration(to: request.now) < interval
+                return request.now - previous < interval
             }
             guard tooSoon else { return nil }
             let seconds = max(1, Int((interval / .seconds(1)).rounded(.up)))

@@ -1,3 +1,4 @@
+import HotspotCore
 import Hummingbird
 import NIOCore
 
@@ -30,7 +31,8 @@ struct PortalRequest: Sendable {
     var authority: String
     /// The client's IP address, which keys its session.
     let client: String
-    let now: ContinuousClock.Instant
+    /// When it came, on the portal's clock.
+    let now: Duration
 
     var isGet: Bool { method == .get || method == .head }
     var isPost: Bool { method == .post }
@@ -76,6 +78,7 @@ struct PortalResponder: HTTPResponder {
     let state: PortalState
     let latency: Duration
     let portalHost: String?
+    let clock: any HotspotClock
     let requestLog: (@Sendable (String) -> Void)?
 
     func respond(to request: Request, context: PortalRequestContext) async throws -> Response {
@@ -88,7 +91,7 @@ struct PortalResponder: HTTPResponder {
                 method: request.method, path: uri.path, query: FormEncoding.decode(uri.query ?? ""),
                 form: FormEncoding.decode(String(buffer: body)), cookies: request.cookies,
                 authority: request.head.authority ?? context.localAuthority, client: context.client,
-                now: .now))
+                now: clock.now))
         } else {
             response = .html(Pages.page(title: "Too large", body: "<p>The request body is too large.</p>"), status: .contentTooLarge)
         }

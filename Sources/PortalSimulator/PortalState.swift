@@ -26,7 +26,7 @@ final class PortalState: Sendable {
         clients.withLock { body(&$0[address, default: Client()]) }
     }
 
-    func isLoggedIn(_ address: String, at now: ContinuousClock.Instant) -> Bool {
+    func isLoggedIn(_ address: String, at now: Duration) -> Bool {
         withClient(address) { $0.isLoggedIn(at: now) }
     }
 
@@ -48,20 +48,20 @@ struct Client {
     enum Login: Equatable {
         case none
         case untilLogoff
-        case until(ContinuousClock.Instant)
+        case until(Duration)
     }
 
     var login = Login.none
     /// `flaky`: logins refused so far.
     var refusedLogins = 0
     /// `rate-limited`: when the previous login attempt came.
-    var previousLoginAttempt: ContinuousClock.Instant?
+    var previousLoginAttempt: Duration?
     /// `redirect-chain`: the ticket the auth host issued, which the login form must carry back.
     var ticket: String?
     /// `wispr`: when a pending (201) login completes.
-    var pendingLoginCompletes: ContinuousClock.Instant?
+    var pendingLoginCompletes: Duration?
 
-    func isLoggedIn(at now: ContinuousClock.Instant) -> Bool {
+    func isLoggedIn(at now: Duration) -> Bool {
         switch login {
         case .none: false
         case .untilLogoff: true
@@ -70,14 +70,14 @@ struct Client {
     }
 
     /// Time left of a login that runs out, nil for none or one that lasts until logoff.
-    func remaining(at now: ContinuousClock.Instant) -> Duration? {
+    func remaining(at now: Duration) -> Duration? {
         guard case .until(let end) = login, now < end else { return nil }
-        return now.duration(to: end)
+        return end - now
     }
 
     /// Logs in for `length` from `now` (until logoff when nil); a login while logged in
     /// starts the length afresh.
-    mutating func logIn(for length: Duration?, at now: ContinuousClock.Instant) {
+    mutating func logIn(for length: Duration?, at now: Duration) {
         login = length.map { .until(now + $0) } ?? .untilLogoff
     }
 }

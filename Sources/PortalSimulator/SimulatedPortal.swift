@@ -1,3 +1,4 @@
+public import HotspotCore
 import HTTPServing
 
 /// Why the simulator could not start.
@@ -59,14 +60,17 @@ public final class SimulatedPortal: Sendable {
     ///   - dnsAnswer: The address the DNS responder answers; by default `host` when it is an
     ///     IPv4 address other than 0.0.0.0, otherwise 127.0.0.1.
     ///   - requestLog: Called with one line per request: scenario, client, method, path, status.
+    ///   - clock: What sessions, retry intervals and pending logins are timed by: the system's, or
+    ///     one a test moves (`TestClock`), so a session runs out without waiting for it.
     public static func start(
         _ scenario: Scenario, host: String = "127.0.0.1", port: Int = 0, settings: ScenarioSettings = .init(),
-        dnsPort: Int? = nil, dnsAnswer: String? = nil, requestLog: (@Sendable (String) -> Void)? = nil
+        dnsPort: Int? = nil, dnsAnswer: String? = nil, requestLog: (@Sendable (String) -> Void)? = nil,
+        clock: any HotspotClock = SystemClock()
     ) async throws -> SimulatedPortal {
         let state = PortalState()
         let responder = PortalResponder(
             scenarioName: scenario.name, behavior: behavior(of: scenario, state: state, settings: settings), state: state,
-            latency: settings.latency(for: scenario.kind), portalHost: settings.portalHost, requestLog: requestLog)
+            latency: settings.latency(for: scenario.kind), portalHost: settings.portalHost, clock: clock, requestLog: requestLog)
         // Connections still busy at a stop after this are cancelled rather than waited for.
         let server: RunningHTTPServer
         do {
@@ -93,8 +97,8 @@ public final class SimulatedPortal: Sendable {
     /// Runs `body` against a freshly started portal on any free port, and stops the portal
     /// whatever happens.
     public static func running(_ scenario: Scenario, settings: ScenarioSettings = .init(), dnsPort: Int? = nil,
-                               _ body: (SimulatedPortal) async throws -> Void) async throws {
-        let portal = try await start(scenario, settings: settings, dnsPort: dnsPort)
+                               clock: any HotspotClock = SystemClock(), _ body: (SimulatedPortal) async throws -> Void) async throws {
+        let portal = try await start(scenario, settings: settings, dnsPort: dnsPort, clock: clock)
         do {
             try await body(portal)
         } catch {

@@ -89,7 +89,7 @@ struct WISPrPortal: PortalBehavior {
         let outcome = state.withClient(request.client) { client -> Outcome in
             if let completes = client.pendingLoginCompletes {
                 guard completes <= request.now else {
-                    return .pending(seconds: Int((request.now.duration(to: completes) / .seconds(1)).rounded(.up)))
+                    return .pending(seconds: Int(((completes - request.now) / .seconds(1)).rounded(.up)))
                 }
                 client.pendingLoginCompletes = nil
                 client.logIn(for: settings.sessionLength, at: request.now)

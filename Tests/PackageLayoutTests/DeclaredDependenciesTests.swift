@@ -31,7 +31,7 @@ struct DeclaredDependenciesTests {
     private static func readManifest() throws -> [Target] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("dump-package-\(getpid())")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("dump-package-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         process.arguments = ["swift", "package", "--package-path", root.path, "--scratch-path", scratch.path, "dump-package"]
         let output = Pipe()

@@ -1,6 +1,7 @@
 import Foundation
 import PortalSimulator
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct FormPortalTests {
     @Test func everyScenarioHasAUniqueNameAndADescription() {
@@ -105,12 +106,13 @@ import Testing
     @Test func sessionExpiryMakesTheProbeCaptiveAgain() async throws {
         var settings = ScenarioSettings()
         settings.sessionLength = .milliseconds(1500)
-        try await withPortal(.sessionExpiry, settings: settings) { portal async throws in
+        let clock = TestClock()
+        try await withPortal(.sessionExpiry, settings: settings, clock: clock) { portal async throws in
             let device = Device(portal)
             #expect(try await device.post("/login", [("accept_terms", "yes")]).status == 200)
+            clock.advance(by: .milliseconds(1499))
             #expect(try await device.get("/generate_204").status == 204)
-            // Real time is what is tested: the session runs out 1.5 s after the login.
-            try await Task.sleep(for: .milliseconds(1500))
+            clock.advance(by: .milliseconds(1))
             #expect(try await device.get("/generate_204").status == 302)
             #expect(try await device.post("/login", [("accept_terms", "yes")]).status == 200)
             #expect(try await device.get("/generate_204").status == 204)
@@ -162,14 +164,15 @@ import Testing
     }
 
     @Test func rateLimitedRefusesTheFirstAttemptAndHastyRetries() async throws {
-        try await withPortal(.rateLimited) { portal async throws in
+        let clock = TestClock()
+        try await withPortal(.rateLimited, clock: clock) { portal async throws in
             let device = Device(portal)
             let first = try await device.post("/login", [("accept_terms", "yes")])
             #expect(first.status == 429)
             #expect(first.header("Retry-After") == "1")
+            clock.advance(by: .milliseconds(999))
             #expect(try await device.post("/login", [("accept_terms", "yes")]).status == 429)
-            // Real time is what is tested: a retry after the 1 s Retry-After is let in.
-            try await Task.sleep(for: .milliseconds(1050))
+            clock.advance(by: .seconds(1))
             #expect(try await device.post("/login", [("accept_terms", "yes")]).status == 200)
             #expect(try await device.get("/generate_204").status == 204)
         }

@@ -1,6 +1,7 @@
 import Foundation
 import PortalSimulator
 import Testing
+import TestSupport
 
 /// `redirect-chain`, `wispr` and `capport`.
 @Suite(.serialized) struct ProtocolPortalTests {
@@ -108,7 +109,8 @@ import Testing
     @Test func wisprPendingLoginIsPolledUntilItSucceeds() async throws {
         var settings = ScenarioSettings()
         settings.wisprPendingDelay = 1
-        try await withPortal(.wispr, settings: settings) { portal async throws in
+        let clock = TestClock()
+        try await withPortal(.wispr, settings: settings, clock: clock) { portal async throws in
             let device = Device(portal)
             let reply = try await device.post("/wispr/login", [("UserName", "guest"), ("Password", "aroma-2026")]).text
             #expect(reply.contains("<ResponseCode>201</ResponseCode>") && reply.contains("<Delay>1</Delay>"))
@@ -116,8 +118,7 @@ import Testing
             let early = try await device.get(results).text
             #expect(early.contains("<MessageType>140</MessageType>") && early.contains("<ResponseCode>201</ResponseCode>"))
             #expect(try await device.get("/generate_204").status == 302)
-            // Real time is what is tested: the pending login succeeds after its 1 s delay.
-            try await Task.sleep(for: .milliseconds(1050))
+            clock.advance(by: .seconds(1))
             let done = try await device.get(results).text
             #expect(done.contains("<ResponseCode>50</ResponseCode>") && done.contains("<LogoffURL>"))
             #expect(try await device.get("/generate_204").status == 204)
@@ -150,26 +151,26 @@ import Testing
     @Test func capportSessionRunsOutAndALoginExtendsIt() async throws {
         var settings = ScenarioSettings()
         settings.sessionLength = .seconds(3)
-        try await withPortal(.capport, settings: settings) { portal async throws in
+        let clock = TestClock()
+        try await withPortal(.capport, settings: settings, clock: clock) { portal async throws in
             let device = Device(portal)
             func api() async throws -> [String: Any] {
                 try #require(try JSONSerialization.jsonObject(with: try await device.get("/capport-api").body) as? [String: Any])
             }
             #expect(try await device.post("/portal", [("accept_terms", "yes")]).status == 200)
-            // Real time is what is tested: the session's remaining seconds count down.
-            try await Task.sleep(for: .milliseconds(1100))
+            clock.advance(by: .milliseconds(1500))
             let waited = try #require(try await api()["seconds-remaining"] as? Int)
-            #expect(waited <= 1)
+            #expect(waited == 1)
             #expect(try await device.post("/portal", [("accept_terms", "yes")]).status == 200)
             let extended = try #require(try await api()["seconds-remaining"] as? Int)
             #expect(extended > waited)
         }
         settings.sessionLength = .milliseconds(500)
-        try await withPortal(.capport, settings: settings) { portal async throws in
+        let shortClock = TestClock()
+        try await withPortal(.capport, settings: settings, clock: shortClock) { portal async throws in
             let device = Device(portal)
             #expect(try await device.post("/portal", [("accept_terms", "yes")]).status == 200)
-            // Real time is what is tested: the 500 ms session runs out.
-            try await Task.sleep(for: .milliseconds(600))
+            shortClock.advance(by: .milliseconds(500))
             let api = try await device.get("/capport-api")
             #expect(try JSONSerialization.jsonObject(with: api.body) as? [String: Any] != nil)
             #expect(api.text.contains(#""captive": true"#))

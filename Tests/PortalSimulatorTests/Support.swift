@@ -1,4 +1,5 @@
 import Foundation
+import HotspotCore
 import PortalSimulator
 import Testing
 import TestSupport
@@ -102,12 +103,13 @@ func runProcess(_ executable: String, _ arguments: [String]) async throws -> Pro
         errors: String(decoding: FileManager.default.contents(atPath: errors) ?? Data(), as: UTF8.self))
 }
 
-/// Runs `body` against a freshly started portal, and stops the portal whatever happens.
+/// Runs `body` against a freshly started portal, and stops the portal whatever happens; the
+/// portal's sessions and intervals are timed by `clock` (the system's unless a test moves one).
 func withPortal(
-    _ scenario: Scenario, settings: ScenarioSettings = .init(), dnsPort: Int? = nil,
+    _ scenario: Scenario, settings: ScenarioSettings = .init(), dnsPort: Int? = nil, clock: any HotspotClock = SystemClock(),
     _ body: (SimulatedPortal) async throws -> Void
 ) async throws {
-    try await SimulatedPortal.running(scenario, settings: settings, dnsPort: dnsPort, body)
+    try await SimulatedPortal.running(scenario, settings: settings, dnsPort: dnsPort, clock: clock, body)
 }
 
 /// The text between `start` and the next `end` in `text`.

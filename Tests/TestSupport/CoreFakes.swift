@@ -188,6 +188,8 @@ public final class TestClock: HotspotClock {
 
     private let state = PlainLock(State())
 
+    public init() {}
+
     public var now: Duration { state.withLock { $0.now } }
 
     public func sleep(until deadline: Duration) async throws {
