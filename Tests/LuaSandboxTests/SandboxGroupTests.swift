@@ -156,7 +156,7 @@ import TestSupport
         #expect(peak <= 1 << 20)
     }
 
-    @Test func aScriptWaitingInItsHostLetsTheOthersRun() async throws {
+    @Test(.timedBeyondAddressSanitizer) func aScriptWaitingInItsHostLetsTheOthersRun() async throws {
         let tracker = ResourceTracker()
         let group = try SandboxGroup(modules: [HostClassTests.module(tracker)])
         let waiter = try script("return { wait = function() objects.new():wait() return 'waited' end }", in: group)
@@ -175,7 +175,7 @@ import TestSupport
         _ = try await waited
     }
 
-    @Test func aLoopingScriptLetsTheOthersRunAfterASlice() async throws {
+    @Test(.timedBeyondAddressSanitizer) func aLoopingScriptLetsTheOthersRunAfterASlice() async throws {
         let group = try SandboxGroup()
         let looper = try script("return { loop = function() while true do end end }", in: group)
         let other = try script("return { ping = function() return 'pong' end }", in: group)
