@@ -73,13 +73,14 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
-        // glibc's GNU extensions that spawning needs (the closefrom file action, pipe2), which
-        // Swift's Glibc module leaves out.
-        .target(name: "CSpawning"),
+        // The one C shim for what Swift's Glibc module leaves out (GNU extensions and Linux's
+        // own calls): the closefrom file action and pipe2 for spawning, timer descriptors and
+        // thread names for the daemon's executor.
+        .target(name: "CGlibcExtensions"),
         // The one posix_spawn helper: the engine starts its workers with it, the OS glue the
         // platform's tools, the bench the programs it times. At the bottom of the graph, apart
         // from the engine's C, so the OS glue spawns without depending on Lua.
-        .target(name: "Spawning", dependencies: ["CSpawning"], swiftSettings: swiftSettings),
+        .target(name: "Spawning", dependencies: ["CGlibcExtensions"], swiftSettings: swiftSettings),
         // The project's one lock (PlainLock), at the bottom of the graph with nothing under it.
         .target(name: "Locking", swiftSettings: swiftSettings),
         // Lua 5.4 from Debian's liblua5.4-dev.
@@ -170,9 +171,6 @@ let package = Package(
             name: "PortalSimulator",
             dependencies: ["HotspotCore", "JSON", "HTTPServing", "Locking", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: swiftSettings),
-        // What the daemon's executor needs that Swift's Glibc module leaves out: timer
-        // descriptors and thread names.
-        .target(name: "CDaemonExecutor"),
         // The daemon: the runtime kept going on a device (`HotspotDaemon`), joined to its
         // network sources, control socket, service manager and metrics (`DaemonService`, the
         // composition root `run` starts), and the executor its tasks run on (`DaemonExecutor`).
@@ -180,7 +178,7 @@ let package = Package(
             name: "HotspotDaemon",
             dependencies: [
                 "HotspotCore", "HotspotRuntime", "HotspotNetwork", "NetworkSources", "HotspotControl", "ServiceIntegration", "HotspotMetrics",
-                "LinuxFiles", "LuaSandbox", "Locking", "CDaemonExecutor",
+                "LinuxFiles", "LuaSandbox", "Locking", "CGlibcExtensions",
             ],
             swiftSettings: swiftSettings),
         // What the two command-line executables share: options, event output, signals, how

@@ -6,7 +6,7 @@ import Glibc
 // on the platform's executor, correct but woken every second (docs/ARCHITECTURE.md).
 #if compiler(>=6.3)
 @_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
-import CDaemonExecutor
+import CGlibcExtensions
 
 /// Swift concurrency's default executor in the daemon (`run`), in place of the platform's.
 /// On Linux the platform's runs tasks on libdispatch's thread pool, which is watched by a

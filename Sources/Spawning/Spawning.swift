@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-internal import CSpawning
+internal import CGlibcExtensions
 
 /// What a spawned program finds at one of its descriptor numbers.
 public enum ChildDescriptor: Sendable {

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Spawning
 
 /// Runs a short-lived program and collects what it writes: what the daemon asks of the
 /// platform's tools (nmcli). Built on posix_spawn, so the daemon needs no Foundation

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "CSpawning.h"
+#include "CGlibcExtensions.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "CDaemonExecutor.h"
+#include "CGlibcExtensions.h"
 
 #include <pthread.h>
 #include <sys/timerfd.h>
