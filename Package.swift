@@ -104,7 +104,7 @@ let package = Package(
         // would also link the library.
         .target(name: "CLibXML2", dependencies: ["CLibraryLoading"], cSettings: [.unsafeFlags(["-I" + libxml2Headers])]),
         // OpenSSL's digests, for the script libraries, also opened on first use.
-        .target(name: "COpenSSLCrypto"),
+        .target(name: "COpenSSLCrypto", dependencies: ["CLibraryLoading"]),
         // The hotspot model and its state machine, with no I/O: helpers, persistence, the
         // network's checks and time are seams (protocols) that the runtime implements.
         .target(name: "HotspotCore", swiftSettings: swiftSettings),
@@ -122,7 +122,7 @@ let package = Package(
             name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "JSON", "ScriptContract", "CLibXML2", "COpenSSLCrypto", "Locking"],
             swiftSettings: swiftSettings + [.unsafeFlags(["-Xcc", "-I" + libxml2Headers])]),
         // libsystemd's sd-bus (Debian's libsystemd-dev for the header), opened on first use.
-        .target(name: "CSystemd"),
+        .target(name: "CSystemd", dependencies: ["CLibraryLoading"]),
         // D-Bus through sd-bus: the system bus, its messages and values (`SystemBus`, `BusValue`),
         // for the NetworkManager source, the desktop's notifications and the bench's witness.
         .target(name: "DBusClient", dependencies: ["CSystemd"], swiftSettings: swiftSettings),
@@ -272,6 +272,7 @@ let package = Package(
         .testTarget(name: "SpawningTests", dependencies: ["Spawning"], swiftSettings: swiftSettings),
         // Package.swift itself: every import and every executable a test starts is declared.
         .testTarget(name: "PackageLayoutTests", dependencies: ["TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "CLibraryLoadingTests", dependencies: ["CLibraryLoading"], swiftSettings: swiftSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: swiftSettings),
         .testTarget(name: "LinuxFilesTests", dependencies: ["LinuxFiles", "TestSupport", "Locking"], swiftSettings: swiftSettings),
         .testTarget(name: "DBusClientTests", dependencies: ["DBusClient", "TestSupport", "Locking"], swiftSettings: swiftSettings),

@@ -53,24 +53,23 @@ static void load(void) {
         load_failure = dlerror();
         return;
     }
-#define BIND(field, symbol)                                             \
-    if (!(*(void **)&curl.field = dlsym(library, symbol))) {            \
-        load_failure = "libcurl.so.4 lacks " symbol;                    \
-        return;                                                         \
-    }
-    BIND(global_init, "curl_global_init")
-    BIND(easy_init, "curl_easy_init")
-    BIND(easy_cleanup, "curl_easy_cleanup")
-    BIND(easy_perform, "curl_easy_perform")
-    BIND(easy_strerror, "curl_easy_strerror")
-    BIND(easy_setopt, "curl_easy_setopt")
-    BIND(easy_getinfo, "curl_easy_getinfo")
-    BIND(slist_append, "curl_slist_append")
-    BIND(slist_free_all, "curl_slist_free_all")
-    BIND(share_init, "curl_share_init")
-    BIND(share_cleanup, "curl_share_cleanup")
-    BIND(share_setopt, "curl_share_setopt")
-#undef BIND
+    const hh_symbol symbols[] = {
+        {"curl_global_init", (void **)&curl.global_init},
+        {"curl_easy_init", (void **)&curl.easy_init},
+        {"curl_easy_cleanup", (void **)&curl.easy_cleanup},
+        {"curl_easy_perform", (void **)&curl.easy_perform},
+        {"curl_easy_strerror", (void **)&curl.easy_strerror},
+        {"curl_easy_setopt", (void **)&curl.easy_setopt},
+        {"curl_easy_getinfo", (void **)&curl.easy_getinfo},
+        {"curl_slist_append", (void **)&curl.slist_append},
+        {"curl_slist_free_all", (void **)&curl.slist_free_all},
+        {"curl_share_init", (void **)&curl.share_init},
+        {"curl_share_cleanup", (void **)&curl.share_cleanup},
+        {"curl_share_setopt", (void **)&curl.share_setopt},
+    };
+    static char failure[128];
+    if ((load_failure = hh_bind_symbols(library, "libcurl.so.4", symbols, sizeof symbols / sizeof *symbols, failure, sizeof failure)))
+        return;
     // OpenSSL frees its state at exit, from a handler it registers as it initialises: a
     // process that exited while this thread was still initialising it (a command ending at
     // once, on a usage error) crashed in the freed state. Initialised first without the

@@ -25,20 +25,19 @@ static void load(void) {
         load_failure = dlerror();
         return;
     }
-#define BIND(field, symbol)                                             \
-    if (!(*(void **)&xml.field = dlsym(library, symbol))) {             \
-        load_failure = "libxml2.so.2 lacks " symbol;                    \
-        return;                                                         \
-    }
-    BIND(init_parser, "xmlInitParser")
-    BIND(html_read_memory, "htmlReadMemory")
-    BIND(new_parser_context, "xmlNewParserCtxt")
-    BIND(free_parser_context, "xmlFreeParserCtxt")
-    BIND(context_read_memory, "xmlCtxtReadMemory")
-    BIND(context_last_error, "xmlCtxtGetLastError")
-    BIND(root_element, "xmlDocGetRootElement")
-    BIND(free_document, "xmlFreeDoc")
-#undef BIND
+    const hh_symbol symbols[] = {
+        {"xmlInitParser", (void **)&xml.init_parser},
+        {"htmlReadMemory", (void **)&xml.html_read_memory},
+        {"xmlNewParserCtxt", (void **)&xml.new_parser_context},
+        {"xmlFreeParserCtxt", (void **)&xml.free_parser_context},
+        {"xmlCtxtReadMemory", (void **)&xml.context_read_memory},
+        {"xmlCtxtGetLastError", (void **)&xml.context_last_error},
+        {"xmlDocGetRootElement", (void **)&xml.root_element},
+        {"xmlFreeDoc", (void **)&xml.free_document},
+    };
+    static char failure[128];
+    if ((load_failure = hh_bind_symbols(library, "libxml2.so.2", symbols, sizeof symbols / sizeof *symbols, failure, sizeof failure)))
+        return;
     // Once, before any thread parses: libxml2 asks for it in threaded programs.
     xml.init_parser();
 }

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,6 +20,16 @@ int hh_private_library_path(const char *file_name, char *path, unsigned long siz
     memcpy(folder_end, folder, sizeof folder - 1);
     memcpy(folder_end + sizeof folder - 1, file_name, name_length + 1);
     return access(path, F_OK) == 0;
+}
+
+const char *hh_bind_symbols(void *library, const char *library_name, const hh_symbol *symbols, unsigned long count,
+                            char *failure, unsigned long size) {
+    for (unsigned long index = 0; index < count; index++) {
+        if ((*symbols[index].slot = dlsym(library, symbols[index].name))) continue;
+        snprintf(failure, size, "%s lacks %s", library_name, symbols[index].name);
+        return failure;
+    }
+    return NULL;
 }
 
 void *hh_open_library(const char *file_name) {

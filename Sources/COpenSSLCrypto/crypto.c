@@ -1,5 +1,6 @@
 #include "COpenSSLCrypto.h"
 
+#include <CLibraryLoading.h>
 #include <dlfcn.h>
 #include <pthread.h>
 
@@ -22,17 +23,15 @@ static void load(void) {
         load_failure = dlerror();
         return;
     }
-#define BIND(field, symbol)                                             \
-    if (!(*(void **)&crypto.field = dlsym(library, symbol))) {          \
-        load_failure = "libcrypto.so.3 lacks " symbol;                  \
-        return;                                                         \
-    }
-    BIND(md5, "EVP_md5")
-    BIND(sha1, "EVP_sha1")
-    BIND(sha256, "EVP_sha256")
-    BIND(digest, "EVP_Digest")
-    BIND(hmac, "HMAC")
-#undef BIND
+    const hh_symbol symbols[] = {
+        {"EVP_md5", (void **)&crypto.md5},
+        {"EVP_sha1", (void **)&crypto.sha1},
+        {"EVP_sha256", (void **)&crypto.sha256},
+        {"EVP_Digest", (void **)&crypto.digest},
+        {"HMAC", (void **)&crypto.hmac},
+    };
+    static char failure[128];
+    load_failure = hh_bind_symbols(library, "libcrypto.so.3", symbols, sizeof symbols / sizeof *symbols, failure, sizeof failure);
 }
 
 const char *hh_crypto_load(void) {

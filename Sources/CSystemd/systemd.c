@@ -1,5 +1,6 @@
 #include "CSystemd.h"
 
+#include <CLibraryLoading.h>
 #include <dlfcn.h>
 #include <pthread.h>
 
@@ -18,13 +19,13 @@ static void load(void) {
         load_failure = dlerror();
         return;
     }
-#define HH_SD_BUS_BIND(type, name, parameters, arguments)               \
-    if (!(*(void **)&systemd.name = dlsym(library, #name))) {           \
-        load_failure = "libsystemd.so.0 lacks " #name;                  \
-        return;                                                         \
-    }
-    HH_SD_BUS_FUNCTIONS(HH_SD_BUS_BIND)
-    HH_SD_BUS_BIND(void, sd_bus_error_free, (sd_bus_error * e), (e))
+#define HH_SD_BUS_SYMBOL(type, name, parameters, arguments) {#name, (void **)&systemd.name},
+    const hh_symbol symbols[] = {
+        HH_SD_BUS_FUNCTIONS(HH_SD_BUS_SYMBOL)
+        {"sd_bus_error_free", (void **)&systemd.sd_bus_error_free},
+    };
+    static char failure[128];
+    load_failure = hh_bind_symbols(library, "libsystemd.so.0", symbols, sizeof symbols / sizeof *symbols, failure, sizeof failure);
 }
 
 const char *hh_systemd_load(void) {
