@@ -188,8 +188,9 @@ let package = Package(
         .executableTarget(name: "sandbox-demo", dependencies: ["LuaSandbox"], swiftSettings: swiftSettings),
         // What several test targets share: waiting on conditions, blocking work off Swift
         // concurrency's threads, scratch files, reading events by kind, background services
-        // (a private bus) started with Spawning's signal reset, so SIGTERM stops them.
-        .target(name: "TestSupport", dependencies: ["HotspotCore", "Spawning", "Locking"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        // (a private bus) started with Spawning's signal reset, so SIGTERM stops them, the built
+        // executable run as a user runs it, a web server and resolver inside a network namespace.
+        .target(name: "TestSupport", dependencies: ["HotspotCore", "LuaSandbox", "Spawning", "Locking"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
         // How the tests and the bench run a real NetworkManager in network namespaces: the files
         // and scripts of each step, with no dependency, so the bench (a package of its own) can
         // use it as well.

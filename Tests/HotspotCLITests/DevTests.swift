@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `hotspot-helper dev`: a script's lifecycle against a simulated portal, again on every save.
 @Suite("hotspot-helper dev", .serialized)

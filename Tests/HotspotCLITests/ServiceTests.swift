@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `hotspot-helper run` as a systemd service: readiness and the watchdog over the
 /// notification socket, events as journal entries, secrets as credentials, and the unit's
