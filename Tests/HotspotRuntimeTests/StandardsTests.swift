@@ -336,14 +336,40 @@ struct StandardsTests {
         }
     }
 
-    @Test(arguments: [Scenario.credentials, .wispr, .email])
-    func bundledClickThroughHelperLeavesOtherPortalsAlone(_ scenario: Scenario) async throws {
-        try await withPortal(scenario) { portal in
+    @Test func bundledClickThroughHelperLeavesWISPrPortalsAlone() async throws {
+        try await withPortal(.wispr) { portal in
             let fixture = try await RuntimeFixture(scripts: ["click-through": try Self.bundled("click-through")],
                                                    configuration: Self.configuration())
             defer { fixture.engine.shutdown() }
             await fixture.runtime.join(Self.network(portal))
             #expect(fixture.events.commands(.evaluate).first?.confidence == Confidence.none)
+        }
+    }
+
+    /// A portal that asks for what only a person knows: the helper asks them for the page's
+    /// fields (before, it claimed none of these portals), and logs in with their answers; or
+    /// with the network's secrets, without asking.
+    @Test func bundledClickThroughHelperAsksThePersonWhatThePageAsks() async throws {
+        try await withPortal(.email) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["click-through": try Self.bundled("click-through")],
+                                                   configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .presentingUI)
+            let questions = try #require(await fixture.runtime.questions(of: "Venue"))
+            #expect(questions.fields.map(\.name) == ["email"])
+            #expect(questions.fields.map(\.kind) == [.email])
+            #expect(await fixture.runtime.presentUI("Venue", answers: ["email": "reader@example.org"]) == .authenticated)
+            #expect(try await Self.probe(network) == .connected)
+        }
+        try await withPortal(.credentials) { portal in
+            let fixture = try await RuntimeFixture(
+                scripts: ["click-through": try Self.bundled("click-through")],
+                configuration: Self.configuration(secrets: ["click-through": ["username": "guest", "password": "aroma-2026"]]))
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+            #expect(try await Self.probe(network) == .connected)
         }
     }
 
