@@ -122,6 +122,10 @@ public actor HotspotMachine<Transport: HelperTransport> {
         clearTimer(network.ssid)
         joinCount += 1
         sessions[network.ssid] = Session(network: network, join: joinCount)
+        if network.captivePortalAPIIsFromLink, let api = network.captivePortalAPI, api.lowercased().hasPrefix("http:") {
+            log(network.ssid, .warn, "the Captive Portal API \(api) is plain HTTP; it is used because it came from the link's own "
+                + "DHCP or router advertisement, which whoever could forge its answers could forge as well")
+        }
         return await start(network.ssid)
     }
 

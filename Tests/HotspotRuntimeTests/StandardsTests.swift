@@ -391,4 +391,28 @@ struct StandardsTests {
             #expect(withoutAPI.events.commands(.evaluate).first?.confidence == Confidence.none)
         }
     }
+
+    /// A plain-HTTP API is used when its URI came from the link (DHCP option 114), as gateways
+    /// ship it, with a warning; one from anywhere else (`--capport-url`) is refused unless
+    /// allowed for testing. Before, the bundled helper refused openNDS's.
+    @Test func aPlainHTTPCaptivePortalAPIFromTheLinkIsUsedWithAWarning() async throws {
+        try await withPortal(.capport) { portal in
+            var fromLink = Self.network(portal, api: "/capport-api")
+            fromLink.captivePortalAPIIsFromLink = true
+            let fixture = try await RuntimeFixture(scripts: ["capport": try Self.bundled("capport")],
+                                                   configuration: Self.configuration(allowsPlainHTTP: false))
+            defer { fixture.engine.shutdown() }
+            #expect(await fixture.runtime.join(fromLink) == .authenticated)
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "capport")
+            #expect(fixture.events.logs.contains { $0.level == .warn && $0.message.contains("is plain HTTP; it is used because it came from the link's own") })
+            await fixture.runtime.leave("Venue")
+
+            let configured = try await RuntimeFixture(scripts: ["capport": try Self.bundled("capport")],
+                                                      configuration: Self.configuration(allowsPlainHTTP: false))
+            defer { configured.engine.shutdown() }
+            await configured.runtime.join(Self.network(portal, api: "/capport-api"))
+            #expect(configured.events.commands(.evaluate).first?.confidence == Confidence.none)
+            #expect(!configured.events.logs.contains { $0.message.contains("is plain HTTP") })
+        }
+    }
 }
