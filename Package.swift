@@ -191,7 +191,7 @@ let package = Package(
         // (a private bus) started with Spawning's signal reset, so SIGTERM stops them, the built
         // executable run as a user runs it, a web server and resolver inside a network namespace.
         .target(name: "TestSupport", dependencies: ["HotspotCore", "LuaSandbox", "Spawning", "Locking"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
-        // How the tests and the bench run a real NetworkManager in network namespaces: the files
+        // How the tests and the bench run a real NetworkManager, or a real openNDS gateway, in network namespaces: the files
         // and scripts of each step, with no dependency, so the bench (a package of its own) can
         // use it as well.
         .target(name: "TestbedRecipes", path: "Tests/TestbedRecipes", swiftSettings: swiftSettings),
@@ -218,6 +218,9 @@ let package = Package(
             name: "HotspotCLITests", dependencies: ["LuaSandbox", "PortalSimulator", "Spawning", "TestSupport", "TestbedRecipes", "Locking"],
             exclude: ["Scenarios"],
             swiftSettings: swiftSettings),
+        // Real captive gateways (Debian's openNDS) in network namespaces, logged in through by the
+        // real executable with the bundled helpers.
+        .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "TestbedRecipes"], swiftSettings: swiftSettings),
         .testTarget(name: "SpawningTests", dependencies: ["Spawning"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotSystemTests", dependencies: ["HotspotSystem", "TestSupport", "Locking"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotMetricsTests", dependencies: ["HotspotMetrics", "HotspotCore"], swiftSettings: swiftSettings),
