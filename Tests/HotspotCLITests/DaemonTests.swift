@@ -185,8 +185,8 @@ struct DaemonTests {
         #expect(statuses == [0: 150])
     }
 
-    /// After a helper's failure the network is left alone (its auto-join disabled); `join`
-    /// brings it back without a restart.
+    /// After a helper's failure the network is tried again only on the long backoff; `join`
+    /// tries it at once, without a restart.
     @Test func joinBringsANetworkBackAfterAFailure() async throws {
         let scripts = try CLI.temporaryDirectory(scripts: ["strict.lua": """
             return {
