@@ -152,7 +152,7 @@ struct Run: AsyncParsableCommand {
             output.write(event)
             metrics?.record(event)
             activity.record(event)
-            watchers.withLock { $0 }?.publish(Array(event.jsonLine.utf8))
+            watchers.withLock { $0 }?.publish(Array(event.jsonLine(at: .now).utf8))
         }
         var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP

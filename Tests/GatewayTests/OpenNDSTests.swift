@@ -181,7 +181,7 @@ struct OpenNDSTests {
             let run = try await connect(testbed, scripts: scripts, ssid: "openNDS")
             #expect(run.status == 0, "\(run.output)\(run.errors)")
             #expect(run.events.contains { ($0["message"] as? String)?.contains("http://status.client is plain HTTP") == true }, "\(run.output)")
-            #expect(run.output.split(separator: "\n").last
+            #expect(run.linesWithoutTime.last
                     == #"{"event":"done","network":"openNDS","state":"authenticated","helper":"capport"}"#, "\(run.output)")
             try await expectLetThrough(testbed)
         }
@@ -195,7 +195,7 @@ struct OpenNDSTests {
             try await expectHeld(testbed)
             let run = try await connect(testbed, scripts: scripts, ssid: "openNDS")
             #expect(run.status == 0, "\(run.output)\(run.errors)")
-            #expect(run.output.split(separator: "\n").last
+            #expect(run.linesWithoutTime.last
                     == #"{"event":"done","network":"openNDS","state":"authenticated","helper":"click-through"}"#, "\(run.output)")
             try await expectLetThrough(testbed)
         }

@@ -30,11 +30,22 @@ let aroma = """
         let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma])
         let run = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest", "--json"])
         #expect(run.status == 0, "\(run.errors)")
-        let lines = run.output.split(separator: "\n")
+        let lines = run.linesWithoutTime
         #expect(lines.count == run.events.count)  // JSON and nothing else
         #expect(lines.first == #"{"event":"state","network":"Aroma-Guest","from":"inactive","to":"evaluating","helper":null}"#)
         let evaluate = try #require(run.events.first { $0["command"] as? String == "evaluate" })
-        #expect(Set(evaluate.keys) == ["event", "command", "helper", "network", "result", "confidence", "ms", "error"])
+        #expect(Set(evaluate.keys) == ["event", "command", "helper", "network", "result", "confidence", "ms", "error", "time"])
+        // Every event says when it was written: RFC 3339 in UTC with milliseconds, last.
+        let now = Date()
+        let format = ISO8601DateFormatter()
+        format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        for event in run.events {
+            let time = try #require(event["time"] as? String)
+            #expect(time.count == 24 && time.hasSuffix("Z") && time.dropFirst(19).hasPrefix("."), "\(time)")
+            let parsed = try #require(format.date(from: time), "\(time)")
+            #expect(abs(parsed.timeIntervalSince(now)) < 60)
+        }
+        #expect(run.output.split(separator: "\n").allSatisfy { $0.hasSuffix("Z\"}") })
         #expect(evaluate["helper"] as? String == "aroma")
         #expect(evaluate["confidence"] as? String == "high")
         #expect(evaluate["ms"] is Double || evaluate["ms"] is Int)
@@ -45,7 +56,7 @@ let aroma = """
         let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma])
         let run = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Airport-Free", "--json"])
         #expect(run.status == 0)
-        #expect(run.output.split(separator: "\n").last == #"{"event":"done","network":"Airport-Free","state":"authenticated","helper":null}"#)
+        #expect(run.linesWithoutTime.last == #"{"event":"done","network":"Airport-Free","state":"authenticated","helper":null}"#)
         // For CI, a network no helper claims can be a failure of its own.
         let required = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Airport-Free", "--require-helper"])
         #expect(required.status == 3, "\(required.errors)")

@@ -93,6 +93,9 @@ struct ServiceTests {
         #expect(command["MESSAGE_ID"] == "6a57ab065b044a96bb90f15868bd9522")
         #expect(command["PRIORITY"] == "6")
         #expect(command["SYSLOG_IDENTIFIER"] == "hotspot-helper")
+        // When it was written, in microseconds since the epoch as the journal's realtime fields.
+        let written = try #require(command["HH_REALTIME_USEC"].flatMap(Double.init))
+        #expect(abs(written / 1e6 - Date().timeIntervalSince1970) < 60)
         #expect(command["MESSAGE"]?.hasPrefix("[Instant-Guest] authenticate → instant: success") == true)
 
         // A value with a newline goes in the binary form, length first.

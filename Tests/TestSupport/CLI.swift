@@ -10,6 +10,15 @@ public struct CLI {
         public let output: String
         public let errors: String
 
+        /// The lines of the output, each JSON line without its `time`, the one key that differs
+        /// from run to run, so a test can compare them whole.
+        public var linesWithoutTime: [String] {
+            output.split(separator: "\n").map { line in
+                guard line.hasSuffix("\"}"), let time = line.range(of: #","time":""#, options: .backwards) else { return String(line) }
+                return String(line[..<time.lowerBound]) + "}"
+            }
+        }
+
         /// The JSON lines of `--json` output, decoded.
         public var events: [[String: Any]] {
             output.split(separator: "\n").compactMap {
