@@ -41,14 +41,11 @@ return {
   end,
 
   authenticate = function(cmd)
-    return log_in(cmd, {})
+    return log_in(cmd)
   end,
 
   present_ui = function(cmd)
-    local result = log_in(cmd, cmd.answers)
-    if result ~= "ui_required" then return result end
-    log.warn("the portal asks for more than the person answered")
-    return "temporary_failure"
+    return log_in(cmd, cmd.answers)
   end,
 
   maintain = function(cmd)

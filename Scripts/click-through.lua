@@ -19,7 +19,7 @@ local function portal(cmd)
   return page
 end
 
--- Logs in with `answers` (the person's, in present_ui).
+-- Logs in; with the person's `answers` in present_ui.
 local function log_in(cmd, answers)
   local page, problem = portal(cmd)
   if problem == "connected" then return "success" end
@@ -45,14 +45,11 @@ return {
   end,
 
   authenticate = function(cmd)
-    return log_in(cmd, {})
+    return log_in(cmd)
   end,
 
   present_ui = function(cmd)
-    local result = log_in(cmd, cmd.answers)
-    if result ~= "ui_required" then return result end
-    log.warn("the portal asks for more than the person answered")
-    return "temporary_failure"
+    return log_in(cmd, cmd.answers)
   end,
 
   maintain = function(cmd)

@@ -329,7 +329,7 @@ function splash.form(page) end
 ---"temporary_failure" and why.
 ---@param cmd Command
 ---@param page HTTPResponse
----@param answers? table<string, string> the person's answers, by field name
+---@param answers? table<string, string> the person's answers, by field name (present_ui): then a page that asks for more is a "temporary_failure"
 ---@return CommandResult result
 ---@return table|string|nil detail
 function splash.follow(cmd, page, answers) end

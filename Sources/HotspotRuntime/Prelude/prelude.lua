@@ -446,13 +446,17 @@ local function splash_follow(cmd, page, answers)
   if type(page) ~= "table" or type(page.body) ~= "string" or type(page.url) ~= "string" then
     error("splash.follow expects a response of cmd:http as its page", 2)
   end
+  -- With the person's answers (present_ui) there is no one left to ask.
+  local may_ask = answers == nil
   answers = answers or {}
   for step = 1, SPLASH_STEPS do
     local form, button = splash_form(page)
     local answer, problem
     if form then
       local values, questions = splash_fill(cmd, form, answers)
-      if questions then
+      if questions and not may_ask then
+        return "temporary_failure", "the portal at " .. page.url .. " asks for more than the person answered"
+      elseif questions then
         return "ui_required", {
           title = "Wi-Fi login",
           message = "The portal at " .. (url_parse(page.url).host or page.url) .. " asks for this before it lets the device in.",
