@@ -325,6 +325,42 @@ struct StandardsTests {
         }
     }
 
+    /// openNDS's splash, as the simulator rebuilds it: the helper sends the GET form's fields in
+    /// the page's order, then the "Thank you" page's second form. Sorted, as url.query sorts
+    /// them (what the helper sent before), the first form gets 511.
+    @Test func bundledClickThroughHelperGoesThroughOpenNDSsTwoForms() async throws {
+        try await withPortal(.opennds) { portal in
+            let sorted = try await RuntimeFixture(scripts: ["sorted": """
+                return {
+                  name = "Sorted", hosts = { "127.0.0.1" },
+                  evaluate = function(cmd) return "high" end,
+                  authenticate = function(cmd)
+                    local page = cmd:http{ url = cmd:probe().portal_url }
+                    local form = html.forms(page.body, page.url)[1]
+                    local fields = {}
+                    for _, field in ipairs(form.fields) do
+                      if field.name then fields[field.name] = field.value end
+                    end
+                    log.info("sorted: " .. cmd:http{ url = form.action .. "?" .. url.query(fields) }.status)
+                    log.info("in order: " .. cmd:submit(form).status)
+                    return "temporary_failure"
+                  end,
+                }
+                """], configuration: Self.configuration())
+            await sorted.runtime.join(Self.network(portal))
+            sorted.engine.shutdown()
+            #expect(sorted.events.logs.filter { $0.helper == "sorted" }.map(\.message) == ["sorted: 511", "in order: 200"])
+
+            let fixture = try await RuntimeFixture(scripts: ["click-through": try Self.bundled("click-through")],
+                                                   configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+            #expect(fixture.events.commands(.authenticate).count == 1)
+            #expect(try await Self.probe(network) == .connected)
+        }
+    }
+
     /// On a terms form with an accepting and a declining button, the helper submits as a
     /// browser clicking the accepting one: the portal refuses a form that sends both.
     @Test func bundledClickThroughHelperClicksOnlyTheAcceptingButton() async throws {
