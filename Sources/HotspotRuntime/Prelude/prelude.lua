@@ -173,11 +173,14 @@ local function allow_portal(record, address)
   end
 end
 
--- The pages a generic helper read in this command, the latest few: cmd:submit lets it reach
--- where a form of one of them is sent, and nowhere a form the script made up names.
-local KEPT_PAGES = 8
+-- The HTML pages a generic helper read in this command, the latest few (they count against
+-- the script's memory): cmd:submit lets it reach where a form of one of them is sent, and
+-- nowhere a form the script made up names.
+local KEPT_PAGES = 4
 local function keep_page(record, response)
   if not record.context[FOLLOWS_PORTAL] then return end
+  local kind = response.headers["content-type"]
+  if not kind or not find(lower(kind), "html", 1, true) then return end
   local pages = record.pages
   if pages == nil then
     pages = {}
