@@ -361,6 +361,32 @@ struct StandardsTests {
         }
     }
 
+    /// A generic helper's cmd:submit reaches where a form of a page it read is sent; a form it
+    /// made up, naming another host, widens nothing.
+    @Test func aGenericHelperSubmitsOnlyFormsOfPagesItRead() async throws {
+        try await withPortal(.clickThrough) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["generic": """
+                return {
+                  name = "Generic", hosts = { "@portal" },
+                  evaluate = function(cmd) return "high" end,
+                  authenticate = function(cmd)
+                    local page = cmd:http{ url = cmd:probe().portal_url }
+                    local made_up = { action = "http://198.18.0.99/steal", method = "get", fields = {} }
+                    local _, problem = cmd:submit(made_up)
+                    log.info("made up: " .. tostring(problem):sub(1, 11))
+                    local form = html.forms(page.body, page.url)[1]
+                    local answer = cmd:submit(form, { values = { accept_terms = true } })
+                    log.info("read: " .. answer.status)
+                    return "success"
+                  end,
+                }
+                """], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            #expect(await fixture.runtime.join(Self.network(portal)) == .authenticated)
+            #expect(fixture.events.logs.filter { $0.helper == "generic" }.map(\.message) == ["made up: not_allowed", "read: 200"])
+        }
+    }
+
     /// On a terms form with an accepting and a declining button, the helper submits as a
     /// browser clicking the accepting one: the portal refuses a form that sends both.
     @Test func bundledClickThroughHelperClicksOnlyTheAcceptingButton() async throws {
