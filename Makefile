@@ -12,8 +12,10 @@ SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lib
 # download), whose server scrapes the daemon and whose promtool checks the exposition and the
 # alerting rules; a real NetworkManager (with dhclient and dnsmasq) in network namespaces,
 # python3-dbusmock's NetworkManager for Wi-Fi and its notification service for the desktop,
-# each on a dbus-daemon of the test's own.
-TEST_PACKAGES := chromium systemd prometheus dbus python3-dbusmock network-manager isc-dhcp-client dnsmasq-base
+# each on a dbus-daemon of the test's own; a real openNDS gateway (opennds, with iptables for
+# its iptables-legacy) in network namespaces; the package's own service, which systemd starts
+# on installation, is switched off, as it would hold this machine's interfaces.
+TEST_PACKAGES := chromium systemd prometheus dbus python3-dbusmock network-manager isc-dhcp-client dnsmasq-base opennds iptables
 
 .PHONY: all deps test-deps profile-deps build release install test demo bench peer symbol-order check-sanitizers fuzz clean private-libraries
 
@@ -32,6 +34,9 @@ deps test-deps profile-deps:
 	  echo "Installing system packages:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	  case " $$missing " in *" opennds "*) \
+	    if [ -d /run/systemd/system ]; then $$SUDO systemctl disable --now opennds.service >/dev/null 2>&1 || true; fi;; \
+	  esac; \
 	fi
 
 # The project's own libcurl (HTTP and HTTPS only) and libxml2 (without ICU), which the

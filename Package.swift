@@ -233,9 +233,10 @@ let package = Package(
         // What the test targets share: the core's seams faked and a clock that moves only when the
         // test says (`Harness`, `TestClock`), waiting on conditions, blocking work off Swift
         // concurrency's threads, scratch files, reading events by kind, background services
-        // (a private bus) started with Spawning's signal reset, so SIGTERM stops them.
-        .target(name: "TestSupport", dependencies: ["HotspotCore", "Spawning", "Locking"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
-        // How the tests and the bench run a real NetworkManager in network namespaces: the files
+        // (a private bus) started with Spawning's signal reset, so SIGTERM stops them, the built
+        // executable run as a user runs it, a web server and resolver inside a network namespace.
+        .target(name: "TestSupport", dependencies: ["HotspotCore", "LuaSandbox", "Spawning", "Locking"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        // How the tests and the bench run a real NetworkManager, or a real openNDS gateway, in network namespaces: the files
         // and scripts of each step, with no dependency, so the bench (a package of its own) can
         // use it as well.
         .target(name: "TestbedRecipes", path: "Tests/TestbedRecipes", swiftSettings: swiftSettings),
@@ -269,6 +270,9 @@ let package = Package(
             ],
             exclude: ["Scenarios"],
             swiftSettings: swiftSettings),
+        // Real captive gateways (Debian's openNDS) in network namespaces, logged in through by the
+        // real executable with the bundled helpers.
+        .testTarget(name: "GatewayTests", dependencies: ["TestSupport", "TestbedRecipes"], swiftSettings: swiftSettings),
         .testTarget(name: "SpawningTests", dependencies: ["Spawning"], swiftSettings: swiftSettings),
         // Package.swift itself: every import and every executable a test starts is declared.
         .testTarget(name: "PackageLayoutTests", dependencies: ["TestSupport"], swiftSettings: swiftSettings),

@@ -44,13 +44,10 @@ return {
     end
     local form = html.forms(page.body, page.url)[1]
     if not form then return "failure" end
-    local fields = {}
-    for _, field in ipairs(form.fields) do
-      if field.name then fields[field.name] = field.value end
-    end
-    fields.username = cmd:secret("username")
-    fields.password = cmd:secret("password")
-    local answer, failed = cmd:http{ method = form.method, url = form.action, form = fields }
+    -- The page's own fields (its CSRF token) go as they are; the credentials fill in the rest.
+    local answer, failed = cmd:submit(form, {
+      values = { username = cmd:secret("username"), password = cmd:secret("password") },
+    })
     if not answer then
       log.warn("login failed: " .. failed)
       return "temporary_failure"

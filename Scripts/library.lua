@@ -35,7 +35,7 @@ return {
     end
     local form = html.forms(page.body, page.url)[1]
     if not form then return "failure" end
-    local answer, failed = cmd:http{ method = form.method, url = form.action, form = { email = email } }
+    local answer, failed = cmd:submit(form, { values = { email = email } })
     if not answer or answer.status ~= 200 then
       log.warn("the portal refused the address: " .. (failed or answer.status))
       return "failure"

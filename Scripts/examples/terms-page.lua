@@ -40,18 +40,18 @@ return {
       return "temporary_failure"
     end
 
-    -- 3. Read its form and send it back with the box ticked (a checkbox's value is
-    --    what a browser sends when the box is ticked).
+    -- 3. Read its form and send it back as a browser does when the box is ticked and the
+    --    button clicked.
     local form = html.forms(page.body, page.url)[1]
     if not form then
       log.error("no form on " .. page.url)
       return "failure"  -- the page changed: the script needs an update
     end
-    local answers = {}
+    local ticked = {}
     for _, field in ipairs(form.fields) do
-      if field.name then answers[field.name] = field.value end
+      if field.type == "checkbox" and field.name then ticked[field.name] = true end
     end
-    cmd:http{ method = "POST", url = form.action, form = answers }
+    cmd:submit(form, { values = ticked })
 
     -- 4. Online now?
     if cmd:probe().state == "connected" then return "success" end

@@ -24,8 +24,9 @@ package final class EventOutput: Sendable {
 
     package func write(_ event: HotspotEvent) {
         // An entry the journal did not take (too large for a datagram) goes out as a line.
-        if let journal, journal.send(event.journalFields) { return }
-        let line = json ? event.jsonLine : event.timelineLine(colored: colored)
+        let time = EventTime.now
+        if let journal, journal.send(event.journalFields(at: time)) { return }
+        let line = json ? event.jsonLine(at: time) : event.timelineLine(colored: colored)
         lock.withLock { _ in writeUnbuffered(line + "\n") }
     }
 

@@ -22,6 +22,10 @@ public actor HotspotMachine<Transport: HelperTransport> {
         /// Backoff after `temporary_failure`: doubles from the first delay up to the maximum.
         public var retryFirstDelay: Duration
         public var retryMaximumDelay: Duration
+        /// The long backoff after `failure`, which also leaves the network's auto-join waiting
+        /// on it: a device with no person is never left captive for good by one failed try.
+        public var failureRetryFirstDelay: Duration
+        public var failureRetryMaximumDelay: Duration
         /// After a helper answers `success` to authenticate or present_ui, check the network
         /// (`NetworkChecks.connectivity`); still captive means the helper was wrong.
         public var verifyAuthentication: Bool
@@ -29,13 +33,16 @@ public actor HotspotMachine<Transport: HelperTransport> {
         public init(commandDeadline: Duration = .seconds(45), presentUIDeadline: Duration? = nil,
                     presentUICPULimit: Duration = .seconds(10),
                     maintainInterval: Duration = .seconds(300), retryFirstDelay: Duration = .seconds(1),
-                    retryMaximumDelay: Duration = .seconds(600), verifyAuthentication: Bool = false) {
+                    retryMaximumDelay: Duration = .seconds(600), failureRetryFirstDelay: Duration = .seconds(300),
+                    failureRetryMaximumDelay: Duration = .seconds(3600), verifyAuthentication: Bool = false) {
             self.commandDeadline = commandDeadline
             self.presentUIDeadline = presentUIDeadline
             self.presentUICPULimit = presentUICPULimit
             self.maintainInterval = maintainInterval
             self.retryFirstDelay = retryFirstDelay
             self.retryMaximumDelay = retryMaximumDelay
+            self.failureRetryFirstDelay = failureRetryFirstDelay
+            self.failureRetryMaximumDelay = failureRetryMaximumDelay
             self.verifyAuthentication = verifyAuthentication
         }
     }
@@ -45,6 +52,8 @@ public actor HotspotMachine<Transport: HelperTransport> {
         var state: HotspotState = .inactive
         var helper: String?
         var retryDelay: Duration?
+        /// The last delay of the long backoff after `failure`.
+        var failureRetryDelay: Duration?
         /// Which join of this runtime the session is (see `CommandRequest.join`).
         let join: Int
         /// When the pending maintain or retry comes.
@@ -122,15 +131,23 @@ public actor HotspotMachine<Transport: HelperTransport> {
         clearTimer(network.ssid)
         joinCount += 1
         sessions[network.ssid] = Session(network: network, join: joinCount)
+        if network.captivePortalAPIIsFromLink, let api = network.captivePortalAPI, api.lowercased().hasPrefix("http:") {
+            log(network.ssid, .warn, "the Captive Portal API \(api) is plain HTTP; it is used because it came from the link's own "
+                + "DHCP or router advertisement, which whoever could forge its answers could forge as well")
+        }
         return await start(network.ssid)
     }
 
-    private func start(_ ssid: String) async -> HotspotState {
+    /// `isRetry`: the backoff's own try, which a failure's waiting auto-join does not hold back.
+    private func start(_ ssid: String, isRetry: Bool = false) async -> HotspotState {
         guard let network = sessions[ssid]?.network else { return .inactive }
         let saved = persistence.snapshot
-        if network.didAutoJoin, saved.autoJoinDisabled.contains(ssid) {
-            log(ssid, .warn, "auto-join of \(ssid) is disabled since a helper answered failure; join it by hand to try again")
-            return .inactive
+        if network.didAutoJoin, !isRetry, saved.autoJoinDisabled.contains(ssid) {
+            // Not for good: the long backoff tries it again, so an unattended device gets in once the portal lets it.
+            transition(ssid, to: .failure, helper: nil)
+            let delay = scheduleRetry(ssid, afterFailure: true)
+            log(ssid, .warn, "auto-join of \(ssid) waits since a helper answered failure: tried again in \(delay); join it by hand to try now")
+            return .failure
         }
         if let cached = saved.chosenHelpers[ssid], let helper = usableHelper(cached, for: ssid) {
             transition(ssid, to: .maintaining, helper: helper.id)
@@ -187,6 +204,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
                 $0.autoJoinDisabled.remove(ssid)
             }
             sessions[ssid]?.retryDelay = nil
+            sessions[ssid]?.failureRetryDelay = nil
             transition(ssid, to: .authenticated, helper: helper.id)
             scheduleMaintain(ssid)
             return .authenticated
@@ -204,6 +222,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
         default:
             persist(ssid) { $0.autoJoinDisabled.insert(ssid) }
             transition(ssid, to: .failure, helper: helper.id)
+            scheduleRetry(ssid, afterFailure: true)
             return .failure
         }
     }
@@ -254,7 +273,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
         guard maintain else {
             guard sessions[ssid]?.state == .failure else { return state(of: ssid) }
             sessions[ssid]?.network.didAutoJoin = true
-            return await start(ssid)
+            return await start(ssid, isRetry: true)
         }
         guard let session = sessions[ssid], session.state == .authenticated else { return state(of: ssid) }
         guard let id = session.helper, let helper = helpers.first(where: { $0.id == id }) else {
@@ -440,12 +459,21 @@ public actor HotspotMachine<Transport: HelperTransport> {
         setTimer(ssid, Due(at: at, maintain: true))
     }
 
-    private func scheduleRetry(_ ssid: String) {
-        guard let session = sessions[ssid] else { return }
-        let delay = session.retryDelay.map { min($0 * 2, policy.retryMaximumDelay) } ?? policy.retryFirstDelay
-        sessions[ssid]?.retryDelay = delay
+    /// The next try after `temporary_failure` (a short backoff), or after `failure` (a long one).
+    @discardableResult
+    private func scheduleRetry(_ ssid: String, afterFailure: Bool = false) -> Duration {
+        guard let session = sessions[ssid] else { return .zero }
+        let delay: Duration
+        if afterFailure {
+            delay = session.failureRetryDelay.map { min($0 * 2, policy.failureRetryMaximumDelay) } ?? policy.failureRetryFirstDelay
+            sessions[ssid]?.failureRetryDelay = delay
+        } else {
+            delay = session.retryDelay.map { min($0 * 2, policy.retryMaximumDelay) } ?? policy.retryFirstDelay
+            sessions[ssid]?.retryDelay = delay
+        }
         setTimer(ssid, Due(at: clock.now + delay, maintain: false))
         log(ssid, .info, "retrying \(ssid) in \(delay)")
+        return delay
     }
 
     private func clearTimer(_ ssid: String) {

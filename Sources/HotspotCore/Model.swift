@@ -70,10 +70,13 @@ public struct NetworkDescription: Sendable, Hashable {
     /// The network's RFC 8908 Captive Portal API URI (from DHCP option 114 or the
     /// configuration), or nil when it has none.
     public var captivePortalAPI: String?
+    /// Whether `captivePortalAPI` came from the link itself (DHCP option 114, a router
+    /// advertisement): then plain HTTP is accepted, as gateways ship it (HOTSPOT-MODEL.md).
+    public var captivePortalAPIIsFromLink: Bool
 
     public init(ssid: String, bssid: String = "", signalStrength: Double = 1, isSecure: Bool = false,
                 didAutoJoin: Bool = false, interface: String? = nil, resolvers: [String] = [], probeURLs: [String] = [],
-                captivePortalAPI: String? = nil) {
+                captivePortalAPI: String? = nil, captivePortalAPIIsFromLink: Bool = false) {
         self.ssid = ssid
         self.bssid = bssid
         self.signalStrength = signalStrength
@@ -83,6 +86,13 @@ public struct NetworkDescription: Sendable, Hashable {
         self.resolvers = resolvers
         self.probeURLs = probeURLs
         self.captivePortalAPI = captivePortalAPI
+        self.captivePortalAPIIsFromLink = captivePortalAPIIsFromLink
+    }
+
+    /// Whether the Captive Portal API may be plain HTTP: from the link, or when the
+    /// configuration allows it (`--capport-allow-http`).
+    public func allowsPlainHTTPCaptivePortalAPI(configured: Bool) -> Bool {
+        configured || captivePortalAPIIsFromLink
     }
 }
 

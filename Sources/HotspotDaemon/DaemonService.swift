@@ -74,7 +74,7 @@ public final class DaemonService: Sendable {
             events(event)
             metrics?.record(event)
             activity.record(event)
-            watchers.withLock { $0 }?.publish(Array(event.jsonLine.utf8))
+            watchers.withLock { $0 }?.publish(Array(event.jsonLine(at: .now).utf8))
         }
         self.emit = emit
         let catalog = HelperCatalog(path: settings.scripts, engine: engine, retirementDelay: configuration.commandDeadline)

@@ -20,7 +20,10 @@ public struct NetworkOverrides: Sendable {
         var network = network
         if !resolvers.isEmpty { network.resolvers = resolvers }
         network.probeURLs = probeURLs
-        if let captivePortalAPI { network.captivePortalAPI = captivePortalAPI }
+        if let captivePortalAPI {
+            network.captivePortalAPI = captivePortalAPI
+            network.captivePortalAPIIsFromLink = false
+        }
         return network
     }
 }

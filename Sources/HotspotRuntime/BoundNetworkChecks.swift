@@ -31,7 +31,7 @@ struct BoundNetworkChecks: NetworkChecks {
     func maintainDelay(for network: NetworkDescription, interval: Duration) async -> Duration {
         guard let uri = network.captivePortalAPI else { return interval }
         let binding = binding(network)
-        let allowsPlainHTTP = configuration.allowsPlainHTTPCaptivePortalAPI
+        let allowsPlainHTTP = network.allowsPlainHTTPCaptivePortalAPI(configured: configuration.allowsPlainHTTPCaptivePortalAPI)
         let deadline = ContinuousClock.now + configuration.commandDeadline
         // libcurl blocks: off Swift concurrency's threads, on a queue of its own rather than a
         // global one, whose thread pool libdispatch watches with a timer of 1 s for good (see

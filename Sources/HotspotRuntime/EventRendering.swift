@@ -1,11 +1,44 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 public import HotspotCore
 public import HotspotNetwork
 import JSON
 
+/// When an event was written, from the real-time clock: what `--json` lines and journal
+/// entries carry, so a log read later says when each thing happened.
+public struct EventTime: Sendable {
+    let seconds: Int
+    let nanoseconds: Int
+
+    public static var now: EventTime {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return EventTime(seconds: spec.tv_sec, nanoseconds: spec.tv_nsec)
+    }
+
+    /// RFC 3339 in UTC with milliseconds: `2026-11-28T10:32:15.123Z`.
+    public var rfc3339: String {
+        var seconds = self.seconds
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func padded(_ value: Int, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return padded(Int(parts.tm_year) + 1900, 4) + "-" + padded(Int(parts.tm_mon) + 1, 2) + "-" + padded(Int(parts.tm_mday), 2)
+            + "T" + padded(Int(parts.tm_hour), 2) + ":" + padded(Int(parts.tm_min), 2) + ":" + padded(Int(parts.tm_sec), 2)
+            + "." + padded(nanoseconds / 1_000_000, 3) + "Z"
+    }
+
+    /// Microseconds since the epoch, as the journal's own realtime fields count.
+    public var microseconds: String { String(seconds * 1_000_000 + nanoseconds / 1000) }
+}
+
 extension HotspotEvent {
     /// One JSON object on one line, with the keys of the `connect --json` contract in order
-    /// and explicit nulls.
-    public var jsonLine: String {
+    /// and explicit nulls, and last `time`, when it was written.
+    public func jsonLine(at time: EventTime) -> String {
         let fields: [(name: String, value: JSONValue)]
         switch self {
         case .command(let event):
@@ -32,16 +65,18 @@ extension HotspotEvent {
                       ("portal_url", .text(event.portalURL)), ("interface_kind", .text(event.interfaceKind?.rawValue)),
                       ("helper", .text(event.helper))]
         }
-        return String(decoding: JSONValue(members: fields).serialized(), as: UTF8.self)
+        return String(decoding: JSONValue(members: fields + [("time", .text(time.rfc3339))]).serialized(), as: UTF8.self)
     }
 
     /// The event as a journal entry: the timeline's line as `MESSAGE`, a `PRIORITY` from its
-    /// level or result, a `MESSAGE_ID` of its kind, and each of its fields as `HH_*`, so
-    /// `journalctl HH_NETWORK=Grand-Hotel HH_RESULT=failure` selects on them.
-    public var journalFields: [(name: String, value: String)] {
+    /// level or result, a `MESSAGE_ID` of its kind, when it was written as `HH_REALTIME_USEC`,
+    /// and each of its fields as `HH_*`, so `journalctl HH_NETWORK=Grand-Hotel HH_RESULT=failure`
+    /// selects on them.
+    public func journalFields(at time: EventTime) -> [(name: String, value: String)] {
         var fields: [(name: String, value: String)] = [("MESSAGE", timelineLine(colored: false)),
                                                        ("PRIORITY", String(journalPriority.rawValue)),
-                                                       ("MESSAGE_ID", journalMessageID), ("SYSLOG_IDENTIFIER", "hotspot-helper")]
+                                                       ("MESSAGE_ID", journalMessageID), ("SYSLOG_IDENTIFIER", "hotspot-helper"),
+                                                       ("HH_REALTIME_USEC", time.microseconds)]
         func add(_ name: String, _ value: String?) {
             if let value { fields.append(("HH_" + name, value)) }
         }

@@ -170,7 +170,9 @@ public final class ScriptTransport: HelperTransport {
             hosts: helper.hosts, secrets: configuration.secrets.of(helper: helper.id), helper: helper.id,
             interface: network?.interface, resolvers: network?.resolvers ?? [], probes: network?.probeURLs ?? [],
             caFile: configuration.caFile, captivePortalAPI: network?.captivePortalAPI,
-            allowsPlainHTTPCaptivePortalAPI: configuration.allowsPlainHTTPCaptivePortalAPI, followsPortal: helper.followsPortal
+            allowsPlainHTTPCaptivePortalAPI: network?.allowsPlainHTTPCaptivePortalAPI(configured: configuration.allowsPlainHTTPCaptivePortalAPI)
+                ?? configuration.allowsPlainHTTPCaptivePortalAPI,
+            followsPortal: helper.followsPortal
         ).luaValue
     }
 

@@ -63,7 +63,8 @@ public final class InterfaceSource: NetworkSource {
                                    ?? "\(interface) no longer names a Captive Portal API"))
         }
         func network(joinedByItself: Bool) -> NetworkDescription {
-            NetworkDescription(ssid: ssid, didAutoJoin: joinedByItself, interface: interface, captivePortalAPI: captivePortalAPI)
+            NetworkDescription(ssid: ssid, didAutoJoin: joinedByItself, interface: interface, captivePortalAPI: captivePortalAPI,
+                               captivePortalAPIIsFromLink: captivePortalAPI != nil)
         }
         func linkIs(up: Bool) {
             guard up != isUp else { return }

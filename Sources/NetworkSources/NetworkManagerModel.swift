@@ -263,6 +263,7 @@ private struct PropertyReader {
            let options = read(objects[dhcpPath, NetworkManagerAPI.dhcp4Config], "Options", of: dhcpPath, expected: "a dictionary", { $0.stringKeyed }) {
             // RFC 8910: NetworkManager's dhclient backend names option 114 default_url.
             network.captivePortalAPI = CaptivePortalAPIDiscovery.networkManagerOptionNames.lazy.compactMap { options[$0]?.string }.first
+            network.captivePortalAPIIsFromLink = network.captivePortalAPI != nil
         }
         return network
     }

@@ -184,7 +184,7 @@ enum PageAssets {
             if (network.state === "authenticated" || network.state === "presenting_ui") {
               actions.append(make("button", { type: "button", textContent: "Log off", onclick: () => act(network.ssid, { command: "logoff", network: network.ssid }) }));
             }
-            actions.append(make("button", { type: "button", textContent: network.autoJoinDisabled ? "Join again (auto-join is off)" : "Join again",
+            actions.append(make("button", { type: "button", textContent: network.autoJoinDisabled ? "Join again now (a helper failed)" : "Join again",
                                             onclick: () => act(network.ssid, { command: "join", network: network.ssid }) }));
             const chosen = status.helpers.find(helper => helper.id === network.helper);
             if (chosen && !chosen.switchedOff && !chosen.offFor.includes(network.ssid)) {

@@ -23,6 +23,8 @@ struct PortalRequest: Sendable {
     let method: HTTPRequest.Method
     let path: String
     let query: [String: String]
+    /// The query as sent, for a portal that reads its fields in order.
+    let rawQuery: String
     /// The urlencoded body's fields.
     let form: [String: String]
     let cookies: Cookies
@@ -88,7 +90,7 @@ struct PortalResponder: HTTPResponder {
         if let body = try? await request.collectBody(upTo: Self.maximumBodySize) {
             let uri = request.uri
             response = route(PortalRequest(
-                method: request.method, path: uri.path, query: FormEncoding.decode(uri.query ?? ""),
+                method: request.method, path: uri.path, query: FormEncoding.decode(uri.query ?? ""), rawQuery: uri.query ?? "",
                 form: FormEncoding.decode(String(buffer: body)), cookies: request.cookies,
                 authority: request.head.authority ?? context.localAuthority, client: context.client,
                 now: clock.now))

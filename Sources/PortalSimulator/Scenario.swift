@@ -15,7 +15,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
     /// Every scenario, in the order `simulate --list` shows them.
     public static let all: [Scenario] = [
         .clickThrough, .credentials, .email, .redirectChain, .sessionExpiry, .flaky, .slow, .rateLimited, .wispr,
-        .capport, .hostile,
+        .capport, .opennds, .hostile,
     ]
 
     /// The scenario called `name`, if there is one.
@@ -25,7 +25,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
 
     enum Kind: Sendable, Hashable {
         case clickThrough, credentials, email, redirectChain, sessionExpiry, flaky, slow, rateLimited, wispr, capport
-        case hostile
+        case opennds, hostile
     }
 
     public static let clickThrough = Scenario(
@@ -116,6 +116,16 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
             extend the session before it runs out.
             """,
         kind: .capport)
+
+    public static let opennds = Scenario(
+        name: "opennds",
+        summary: "openNDS's click-to-continue splash: a GET form whose fields must come in the page's order, then a second form.",
+        expectedHelper: """
+            Follows the probe's 307 to /opennds_preauth/?fas=..., sends the first form as a browser does \
+            (GET, fas then continue=clicked; a query that does not start with fas gets 511), then the \
+            "Thank you" page's form (fas, landing=yes), which logs in, and answers success.
+            """,
+        kind: .opennds)
 
     public static let hostile = Scenario(
         name: "hostile",

@@ -133,6 +133,7 @@ public final class SimulatedPortal: Sendable {
         case .capport:
             return CaptivePortalAPIPortal(state: state, venue: settings.venueName, sessionLength: sessionLength,
                                           canExtendSession: settings.capportCanExtendSession)
+        case .opennds: return OpenNDSPortal(state: state, venue: settings.venueName)
         case .hostile: return HostilePortal(state: state, settings: settings)
         }
     }

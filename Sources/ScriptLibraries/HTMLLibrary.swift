@@ -2,7 +2,8 @@ internal import CLibXML2
 import HotspotNetwork
 public import LuaSandbox
 
-/// `html.forms(page, base_url)`, `html.text(page)` and `html.meta_refresh(page [, base_url])`.
+/// `html.forms(page, base_url)`, `html.submission(form [, options])`, `html.links(page, base_url)`,
+/// `html.text(page)` and `html.meta_refresh(page [, base_url])`.
 ///
 /// Pages are read by libxml2's tolerant HTML parser, as a browser would recover them,
 /// never matched with patterns. Every function is linear in the size of the page.
@@ -15,6 +16,14 @@ public enum HTMLLibrary {
         ("forms", { (call: borrowing HostCall) throws -> [LuaValue] in
             let page = try document(call)
             return [.table(LuaTable(array: forms(in: page, baseURL: try call.string(1))))]
+        }),
+        ("submission", { (call: borrowing HostCall) throws -> [LuaValue] in
+            let options = call[1].isNil ? LuaTable() : try call.table(1)
+            return [.table(try FormSubmission(form: try call.table(0), options: options) { call.badArgument($0, $1) }.request)]
+        }),
+        ("links", { (call: borrowing HostCall) throws -> [LuaValue] in
+            let page = try document(call)
+            return [.table(LuaTable(array: links(in: page, baseURL: try call.string(1))))]
         }),
         ("text", { (call: borrowing HostCall) throws -> [LuaValue] in
             [.string(visibleText(of: try document(call)))]
@@ -77,6 +86,14 @@ public enum HTMLLibrary {
             guard let owner, owner < forms.count, fields[owner].count < maximumFieldsPerForm,
                   var field = field(control.element, kind: control.kind) else { continue }
             if control.disabled { field["disabled"] = true }
+            // What the button changes of its form's submission when it is the one clicked.
+            if ["submit", "image"].contains(field["type"].stringValue) {
+                if let action = attribute(control.element, "formaction").map(urlText), !action.isEmpty {
+                    field["formaction"] = .text(documentBase(baseURL, href: baseHref).resolving(URLReference(action)).text)
+                }
+                field["formmethod"] = attribute(control.element, "formmethod").map(formMethod) ?? nil
+                field["formenctype"] = attribute(control.element, "formenctype").flatMap(encodingType) ?? nil
+            }
             fields[owner].append(.table(field))
         }
         fields = fields.map(checkingOneRadioPerGroup)
@@ -86,12 +103,23 @@ public enum HTMLLibrary {
             var table = LuaTable()
             let action = urlText(attribute(form, "action") ?? [])
             table["action"] = .text(action.isEmpty ? baseURL : base.resolving(URLReference(action)).text)
-            table["method"] = attribute(form, "method").map(asciiLowercased) == Array("post".utf8) ? "post" : "get"
+            table["method"] = attribute(form, "method").map(formMethod) ?? "get"
+            table["enctype"] = attribute(form, "enctype").flatMap(encodingType) ?? nil
             table["id"] = attribute(form, "id").map(LuaValue.string) ?? nil
             table["name"] = attribute(form, "name").map(LuaValue.string) ?? nil
             table["fields"] = .table(LuaTable(array: fields))
             return .table(table)
         }
+    }
+
+    private static func formMethod(_ attribute: [UInt8]) -> LuaValue {
+        asciiLowercased(attribute) == Array("post".utf8) ? "post" : "get"
+    }
+
+    /// A form's `enctype` other than the default urlencoded one, which is left out.
+    private static func encodingType(_ attribute: [UInt8]) -> LuaValue? {
+        let type = String(decoding: asciiLowercased(attribute), as: UTF8.self)
+        return FormSubmission.Encoding(rawValue: type).flatMap { $0 == .urlencoded ? nil : .text(type) }
     }
 
     /// In a group of radio buttons (one name) only one is checked: of several marked
@@ -111,7 +139,8 @@ public enum HTMLLibrary {
         }
     }
 
-    /// `{ name, type, value, checked }`; nil for a button without a name, which submits nothing.
+    /// `{ name, type, value, checked }`, and a button's `label`; a `<select multiple>` has
+    /// `selected`, every value it sends.
     private static func field(_ element: MarkupNode, kind: String) -> LuaTable? {
         var field = LuaTable()
         field["name"] = attribute(element, "name").map(LuaValue.string) ?? nil
@@ -128,7 +157,14 @@ public enum HTMLLibrary {
             }
         case "select":
             field["type"] = "select"
-            field["value"] = .string(selectedValue(element))
+            if attribute(element, "multiple") != nil {
+                let values = selectedValues(element)
+                field["multiple"] = true
+                field["value"] = .string(values.first ?? [])
+                field["selected"] = .table(LuaTable(array: values.map(LuaValue.string)))
+            } else {
+                field["value"] = .string(selectedValue(element))
+            }
         case "textarea":
             field["type"] = "textarea"
             // Browsers drop the line break (LF, CR LF or CR) that follows `<textarea>`.
@@ -137,9 +173,9 @@ public enum HTMLLibrary {
             if value.first == 0x0A { value.removeFirst() }
             field["value"] = .string(value)
         default:
-            guard !field["name"].isNil else { return nil }
             field["type"] = .text(fieldType(element, default: "submit"))
             field["value"] = .string(attribute(element, "value") ?? [])
+            field["label"] = .string(allText(of: element))
         }
         return field
     }
@@ -150,16 +186,57 @@ public enum HTMLLibrary {
     }
 
     /// The value of the first option marked selected, else of the first option, else "".
-    /// Options are the select's children and its optgroups' children.
     private static func selectedValue(_ select: MarkupNode) -> [UInt8] {
-        let options = children(select)
+        let options = options(of: select)
+        guard let option = options.first(where: { attribute($0, "selected") != nil }) ?? options.first else { return [] }
+        return optionValue(option)
+    }
+
+    /// A `<select multiple>` sends every option marked selected, and nothing without one.
+    private static func selectedValues(_ select: MarkupNode) -> [[UInt8]] {
+        options(of: select).filter { attribute($0, "selected") != nil }.map(optionValue)
+    }
+
+    /// The select's children and its optgroups' children that are options.
+    private static func options(of select: MarkupNode) -> [MarkupNode] {
+        children(select)
             .flatMap { elementName($0) == "optgroup" ? Array(children($0)) : [$0] }
             .filter { elementName($0) == "option" }
-        guard let option = options.first(where: { attribute($0, "selected") != nil }) ?? options.first else { return [] }
+    }
+
+    private static func optionValue(_ option: MarkupNode) -> [UInt8] {
         if let value = attribute(option, "value") { return value }
         var label = CollapsedText()
         label.append(ownText(option))
         return label.bytes
+    }
+
+    // MARK: Links
+
+    static let maximumLinks = 256
+
+    /// `{ url, text }` of each `<a href>` that leads to another page (not a fragment of this
+    /// one, nor `javascript:`), in document order.
+    private static func links(in document: borrowing HTMLDocument, baseURL: String) -> [LuaValue] {
+        guard let root = document.root else { return [] }
+        var anchors: [(href: String, node: MarkupNode)] = []
+        var baseHref: [UInt8]?
+        walk(root, enter: { node in
+            switch elementName(node) {
+            case "a"? where anchors.count < maximumLinks:
+                let href = urlText(attribute(node, "href") ?? [])
+                if !href.isEmpty, !href.hasPrefix("#"), !href.lowercased().hasPrefix("javascript:") { anchors.append((href, node)) }
+            case "base"? where baseHref == nil:
+                baseHref = attribute(node, "href")
+            default:
+                break
+            }
+            return true
+        })
+        let base = documentBase(baseURL, href: baseHref)
+        return anchors.map { anchor in
+            ["url": .text(base.resolving(URLReference(anchor.href)).text), "text": .string(allText(of: anchor.node))]
+        }
     }
 
     // MARK: Text
@@ -241,6 +318,16 @@ public enum HTMLLibrary {
     }
 
     // MARK: Helpers
+
+    /// The text of an element and everything in it, white space collapsed: a button's or a link's label.
+    private static func allText(of element: MarkupNode) -> [UInt8] {
+        var collected = CollapsedText()
+        walk(element, enter: { node in
+            if let content = text(node) { collected.append(content) }
+            return true
+        })
+        return collected.bytes
+    }
 
     /// The URL relative ones resolve against: the page's own, or its `<base href>`.
     private static func documentBase(_ baseURL: String, href: [UInt8]?) -> URLReference {

@@ -128,8 +128,16 @@ public enum HTTPLibrary {
             request.body = body
         case "form":
             guard let form = options["form"].tableValue else { throw problem("'form' must be a table") }
-            request.body = try URLLibrary.formEncoded(form) { problem("form: \($0)") }
-            contentType = "application/x-www-form-urlencoded"
+            let encoded = try URLLibrary.formEncoded(form) { problem("form: \($0)") }
+            if let method = options["method"].stringValue?.uppercased(), method == "GET" || method == "HEAD" {
+                // A GET form goes in the query, as a browser sends it: a body no portal reads.
+                let fragment = url.firstIndex(of: "#") ?? url.endIndex
+                let separator = url[..<fragment].contains("?") ? "&" : "?"
+                request.url = url[..<fragment] + separator + String(decoding: encoded, as: UTF8.self)
+            } else {
+                request.body = encoded
+                contentType = "application/x-www-form-urlencoded"
+            }
         case "json":
             request.body = try JSONLibrary.encoded(options["json"])
             contentType = "application/json"

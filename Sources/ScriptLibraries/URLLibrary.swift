@@ -31,21 +31,32 @@ public enum URLLibrary {
         }),
     ])
 
-    /// `application/x-www-form-urlencoded` text of a table, keys sorted so the same table
-    /// always gives the same text; a list value repeats its key.
+    /// `application/x-www-form-urlencoded` text of a table: its `{ name, value }` pairs in
+    /// their order, then its names sorted, so the same table always gives the same text; a
+    /// list value repeats its name.
     static func formEncoded(_ table: LuaTable, problem: (String) -> HostError) throws(HostError) -> [UInt8] {
+        let ordered = table.array
         var pairs: [(key: [UInt8], value: [UInt8])] = []
+        for pair in ordered {
+            guard let fields = pair.tableValue?.array, fields.count == 2, let name = fields[0].stringValue,
+                  let text = scalarText(fields[1]) else {
+                throw problem("a pair must be { name, value } with a string name and a string, number or boolean value")
+            }
+            pairs.append((Array(name.utf8), text))
+        }
+        var named: [(key: [UInt8], value: [UInt8])] = []
         for (key, value) in table.entries {
-            guard let name = key.stringValue else { throw problem("keys must be strings") }
+            if let index = key.integerValue, index >= 1, index <= ordered.count { continue }
+            guard let name = key.stringValue else { throw problem("keys must be strings, or a list of { name, value } pairs") }
             let values = value.tableValue?.array ?? [value]
             for element in values {
                 guard let text = scalarText(element) else {
                     throw problem("'\(name)' must be a string, number, boolean or a list of them")
                 }
-                pairs.append((Array(name.utf8), text))
+                named.append((Array(name.utf8), text))
             }
         }
-        let encoded = pairs.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        let encoded = (pairs + named.sorted { $0.key.lexicographicallyPrecedes($1.key) })
             .map { percentEncode($0.key) + [UInt8(ascii: "=")] + percentEncode($0.value) }
         return Array(encoded.joined(separator: [UInt8(ascii: "&")]))
     }

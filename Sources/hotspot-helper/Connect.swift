@@ -87,7 +87,7 @@ struct Connect: AsyncParsableCommand {
         if let note = api.note { output.write(.log(.info, note, network: ssid)) }
         let joined = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure,
                                          interface: network.interface, resolvers: network.resolvers, probeURLs: keeping.probes.map(\.text),
-                                         captivePortalAPI: api.uri)
+                                         captivePortalAPI: api.uri, captivePortalAPIIsFromLink: api.note != nil)
         await runtime.join(joined)
         if stay.value > 0 { try? await Task.sleep(for: stay.duration) }
         await runtime.settle()  // a maintain under way as the stay ends finishes first

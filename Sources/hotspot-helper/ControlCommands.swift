@@ -116,9 +116,9 @@ struct Join: ParsableCommand {
         commandName: "join",
         abstract: "Joins a network of the running daemon again now, with its auto-join enabled again.",
         discussion: """
-            After a helper answered failure, the network's auto-join is disabled and the daemon \
-            leaves it alone; this brings it back without a restart (and after a logoff, joins it \
-            before its link comes back).
+            After a helper answered failure, the daemon tries the network again only on a long \
+            backoff (5 minutes, doubling up to an hour); this tries it now (and after a logoff, \
+            joins it before its link comes back).
 
             Exit status: 0 when the network is authenticated or waits for a person afterwards, 1 \
             otherwise (the helper failed again, the link is down, no daemon runs).

@@ -83,7 +83,7 @@ enum StatusText {
         for network in status.networks {
             let helper = network.helper.map { ", helper \($0)" } ?? ""
             lines.append("\(network.ssid) on \(network.interface ?? "?"): \(network.state.rawValue)\(helper)"
-                         + (network.autoJoinDisabled ? " (auto-join disabled: `hotspot-helper join \(network.ssid)`)" : ""))
+                         + (network.autoJoinDisabled ? " (a helper failed; tried again on a long backoff, now with `hotspot-helper join \(network.ssid)`)" : ""))
             if let questions = network.questions {
                 lines.append("  waits for a person: \(questions.title)" + (questions.message.map { ". \($0)" } ?? ""))
                 for field in questions.fields {

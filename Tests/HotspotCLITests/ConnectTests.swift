@@ -3,66 +3,6 @@ import LuaSandbox
 import Testing
 import TestSupport
 
-/// The built `hotspot-helper` executable, run as a user would.
-struct CLI {
-    static let path = LuaEngine.Configuration.executableBesideCurrent(named: "hotspot-helper")
-
-    struct Run {
-        let status: Int32
-        let output: String
-        let errors: String
-
-        /// The JSON lines of `--json` output, decoded.
-        var events: [[String: Any]] {
-            output.split(separator: "\n").compactMap {
-                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-            }
-        }
-    }
-
-    /// Starts the process with `environment` added to the test's; `outputIsJournal` sets
-    /// `JOURNAL_STREAM` to its standard output's device and inode, as systemd does for a
-    /// service whose output goes to the journal.
-    static func start(_ arguments: [String], executable: String = path, environment: [String: String] = [:],
-                      outputIsJournal: Bool = false) throws -> (Process, Pipe, Pipe) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        var environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        if outputIsJournal {
-            var status = stat()
-            fstat(output.fileHandleForWriting.fileDescriptor, &status)
-            environment["JOURNAL_STREAM"] = "\(status.st_dev):\(status.st_ino)"
-        }
-        process.environment = environment
-        try process.run()
-        return (process, output, errors)
-    }
-
-    /// Runs the process to its end, waiting on a thread of its own.
-    static func run(_ arguments: [String], executable: String = path, environment: [String: String] = [:]) async throws -> Run {
-        try await onOwnThread { try runToEnd(arguments, executable: executable, environment: environment) }
-    }
-
-    private static func runToEnd(_ arguments: [String], executable: String, environment: [String: String]) throws -> Run {
-        let (process, output, errors) = try start(arguments, executable: executable, environment: environment)
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self),
-                   errors: String(decoding: err, as: UTF8.self))
-    }
-
-    static func temporaryDirectory(scripts: [String: String] = [:]) throws -> String {
-        let path = try scratchDirectory("cli")
-        for (name, text) in scripts { try text.write(toFile: "\(path)/\(name)", atomically: true, encoding: .utf8) }
-        return path
-    }
-}
-
 let aroma = """
     return {
       name = "Aroma Wi-Fi",
@@ -90,11 +30,22 @@ let aroma = """
         let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma])
         let run = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest", "--json"])
         #expect(run.status == 0, "\(run.errors)")
-        let lines = run.output.split(separator: "\n")
+        let lines = run.linesWithoutTime
         #expect(lines.count == run.events.count)  // JSON and nothing else
         #expect(lines.first == #"{"event":"state","network":"Aroma-Guest","from":"inactive","to":"evaluating","helper":null}"#)
         let evaluate = try #require(run.events.first { $0["command"] as? String == "evaluate" })
-        #expect(Set(evaluate.keys) == ["event", "command", "helper", "network", "result", "confidence", "ms", "error"])
+        #expect(Set(evaluate.keys) == ["event", "command", "helper", "network", "result", "confidence", "ms", "error", "time"])
+        // Every event says when it was written: RFC 3339 in UTC with milliseconds, last.
+        let now = Date()
+        let format = ISO8601DateFormatter()
+        format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        for event in run.events {
+            let time = try #require(event["time"] as? String)
+            #expect(time.count == 24 && time.hasSuffix("Z") && time.dropFirst(19).hasPrefix("."), "\(time)")
+            let parsed = try #require(format.date(from: time), "\(time)")
+            #expect(abs(parsed.timeIntervalSince(now)) < 60)
+        }
+        #expect(run.output.split(separator: "\n").allSatisfy { $0.hasSuffix("Z\"}") })
         #expect(evaluate["helper"] as? String == "aroma")
         #expect(evaluate["confidence"] as? String == "high")
         #expect(evaluate["ms"] is Double || evaluate["ms"] is Int)
@@ -105,7 +56,7 @@ let aroma = """
         let scripts = try CLI.temporaryDirectory(scripts: ["aroma.lua": aroma])
         let run = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Airport-Free", "--json"])
         #expect(run.status == 0)
-        #expect(run.output.split(separator: "\n").last == #"{"event":"done","network":"Airport-Free","state":"authenticated","helper":null}"#)
+        #expect(run.linesWithoutTime.last == #"{"event":"done","network":"Airport-Free","state":"authenticated","helper":null}"#)
         // For CI, a network no helper claims can be a failure of its own.
         let required = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Airport-Free", "--require-helper"])
         #expect(required.status == 3, "\(required.errors)")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `hotspot-helper dev`: a script's lifecycle against a simulated portal, again on every save.
 @Suite("hotspot-helper dev", .serialized)
@@ -23,7 +24,7 @@ struct DevTests {
             return "\(event["command"]!) \(event["result"]!)"
         }
         #expect(commands == ["evaluate success", "authenticate success", "maintain success", "logoff success"])
-        #expect(run.output.split(separator: "\n").last == #"{"event":"done","network":"Aroma-Guest","state":"authenticated","helper":"aroma"}"#)
+        #expect(run.linesWithoutTime.last == #"{"event":"done","network":"Aroma-Guest","state":"authenticated","helper":"aroma"}"#)
     }
 
     @Test func aScriptThatDoesNotClaimTheNetworkSaysWhichSSIDToGive() async throws {

@@ -17,9 +17,9 @@ struct LinkSourceTests {
     @Test(.enabled(if: TwoNetworks.unavailableReason == nil, "needs root and network namespaces"))
     func aLinkDownForOneSecondIsALeaveAndAJoin() async throws {
         let namespace = "hh\(getpid() % 100_000)f"
-        #expect(try TwoNetworks.shell("ip netns add \(namespace) && ip -n \(namespace) link add flap0 type veth peer name flap1 "
+        #expect(try shellStatus("ip netns add \(namespace) && ip -n \(namespace) link add flap0 type veth peer name flap1 "
                                       + "&& ip -n \(namespace) link set flap1 up && ip -n \(namespace) link set flap0 up") == 0)
-        defer { _ = try? TwoNetworks.shell("ip netns del \(namespace)") }
+        defer { _ = try? shellStatus("ip netns del \(namespace)") }
         let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": Self.quick])
         let daemon = try RunningCLI(["ip", "netns", "exec", namespace, CLI.path, "run", "--json", "--scripts", scripts,
                                      "--source", "interface:flap0:Flap-Cafe", "--state-dir", try CLI.temporaryDirectory(),
@@ -27,7 +27,7 @@ struct LinkSourceTests {
                                     executable: "/usr/bin/env")
         try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Flap-Cafe"))
         let flapped = try await onOwnThread {
-            try TwoNetworks.shell("ip -n \(namespace) link set flap0 down && sleep 1 && ip -n \(namespace) link set flap0 up")
+            try shellStatus("ip -n \(namespace) link set flap0 down && sleep 1 && ip -n \(namespace) link set flap0 up")
         }
         #expect(flapped == 0)
         try await daemon.waitForEvent(count: 2, DaemonTests.isState("authenticated", "Flap-Cafe"))

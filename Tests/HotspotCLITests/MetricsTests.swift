@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `run --metrics-listen`: a real Prometheus (Debian's) scrapes the daemon on loopback, and
 /// its query API answers with what the test's commands produced; promtool checks the

@@ -50,7 +50,7 @@ final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, tor
         chmod(profile, 0o600)
         try recipe.dnsmasqConfiguration(leaseTime: "2m", captivePortalAPI: "https://portal.example.test/api/captive")
             .write(toFile: "\(directory)/dnsmasq.conf", atomically: true, encoding: .utf8)
-        guard try TwoNetworks.shell(recipe.namespacesScript) == 0 else {
+        guard try shellStatus(recipe.namespacesScript) == 0 else {
             removeNamespaces()
             throw CocoaError(.featureUnsupported, userInfo: [NSLocalizedDescriptionKey: "cannot make the namespaces"])
         }
@@ -95,7 +95,7 @@ final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, tor
     }
 
     private func removeNamespaces() {
-        _ = try? TwoNetworks.shell(recipe.removalScript)
+        _ = try? shellStatus(recipe.removalScript)
     }
 
     /// Stops everything and deletes the namespaces; once.

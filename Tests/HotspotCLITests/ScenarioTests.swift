@@ -72,7 +72,7 @@ struct DevRun {
 /// simulator itself sees the device logged in.
 ///
 /// Serialized: the runs take about 15 s together (slow's 1.5 s answers most of it), and
-/// eleven `dev` processes starting at once, each with its workers, would crowd two cores
+/// twelve `dev` processes starting at once, each with its workers, would crowd two cores
 /// and the other suites' timing-sensitive tests.
 @Suite("Simulator scenarios through dev", .serialized)
 struct ScenarioTests {
@@ -146,6 +146,9 @@ struct ScenarioTests {
                 #expect(logs[1].hasPrefix("info: ") && logs[1].hasSuffix(" s remaining: extending the session"))
                 #expect(logs[2].hasPrefix("info: extended: ") && logs[2].hasSuffix(" s remaining"))
             }),
+        ScenarioCase(
+            scenario: "opennds", script: DaemonTests.bundledScripts + "/click-through.lua", ssid: "openNDS",
+            lifecycle: ["evaluate success", "authenticate success", "maintain success", "logoff command_not_recognized"]),
         ScenarioCase(
             scenario: "hostile", script: fixtures + "/hostile.lua", ssid: "Harbour-Bar",
             proves: { run in

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @Suite("Secrets through the CLI")
 struct SecretsTests {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `hotspot-helper run` as a systemd service: readiness and the watchdog over the
 /// notification socket, events as journal entries, secrets as credentials, and the unit's
@@ -92,6 +93,9 @@ struct ServiceTests {
         #expect(command["MESSAGE_ID"] == "6a57ab065b044a96bb90f15868bd9522")
         #expect(command["PRIORITY"] == "6")
         #expect(command["SYSLOG_IDENTIFIER"] == "hotspot-helper")
+        // When it was written, in microseconds since the epoch as the journal's realtime fields.
+        let written = try #require(command["HH_REALTIME_USEC"].flatMap(Double.init))
+        #expect(abs(written / 1e6 - Date().timeIntervalSince1970) < 60)
         #expect(command["MESSAGE"]?.hasPrefix("[Instant-Guest] authenticate → instant: success") == true)
 
         // A value with a newline goes in the binary form, length first.

@@ -150,15 +150,38 @@ import TestSupport
         #expect(await harness.machine.nextDue == harness.clock.now + .seconds(1))
     }
 
-    @Test func failureDisablesAutoJoinUntilAJoinByHandSucceeds() async {
+    /// One failure does not leave an unattended device captive for good (before, it switched
+    /// auto-join off until someone typed `join`): the network is tried again on the long
+    /// backoff, 300 s, then 600 s, doubling up to 3600 s, and ends logged in once the helper
+    /// succeeds.
+    @Test func aFailureIsTriedAgainOnTheLongBackoffUntilItSucceeds() async {
+        let harness = Harness("strict")
+        harness.transport.answer("strict", .evaluate, .claims(.high))
+        harness.transport.answer("strict", .authenticate, .result(.failure), .result(.failure), .success)
+        #expect(await harness.machine.join(autoJoinedCafe) == .failure)
+        #expect(harness.persistence.snapshot.autoJoinDisabled == ["Cafe"])
+        #expect(await harness.machine.nextDue == harness.clock.now + .seconds(300))
+        harness.clock.advance(by: .seconds(300))
+        _ = await harness.events.waitForState("Cafe", .failure, count: 2)
+        #expect(await harness.machine.nextDue == harness.clock.now + .seconds(600))
+        harness.clock.advance(by: .seconds(600))
+        _ = await harness.events.waitForState("Cafe", .authenticated)
+        #expect(harness.persistence.snapshot.autoJoinDisabled.isEmpty)
+        #expect(harness.transport.requests.filter { $0.request.command == .authenticate }.count == 3)
+    }
+
+    /// An auto-join of a network whose helper failed waits for the long backoff instead of
+    /// trying at once, or never; a join by hand tries at once.
+    @Test func anAutoJoinAfterAFailureWaitsForTheLongBackoffAndAJoinByHandTriesNow() async {
         let harness = Harness("strict")
         harness.transport.answer("strict", .evaluate, .claims(.high))
         harness.transport.answer("strict", .authenticate, .result(.failure), .success)
         #expect(await harness.machine.join(cafe) == .failure)
-        #expect(harness.persistence.snapshot.autoJoinDisabled == ["Cafe"])
-        #expect(await harness.machine.nextDue == nil)  // no retry after a failure
-        #expect(await harness.machine.join(autoJoinedCafe) == .inactive)
-        #expect(harness.events.logs.last?.message.contains("auto-join of Cafe is disabled") == true)
+        let sent = harness.transport.requests.count
+        #expect(await harness.machine.join(autoJoinedCafe) == .failure)
+        #expect(harness.transport.requests.count == sent)
+        #expect(harness.events.logs.last?.message.contains("auto-join of Cafe waits since a helper answered failure") == true)
+        #expect(await harness.machine.nextDue == harness.clock.now + .seconds(300))
         #expect(await harness.machine.join(cafe) == .authenticated)
         #expect(harness.persistence.snapshot.autoJoinDisabled.isEmpty)
     }
@@ -169,7 +192,7 @@ import TestSupport
         harness.transport.answer("strict", .authenticate, .result(.failure), .result(.failure), .success)
         #expect(await harness.machine.join(autoJoinedCafe) == .failure)
         #expect(harness.persistence.snapshot.autoJoinDisabled == ["Cafe"])
-        // Failing again, the person's join leaves auto-join disabled, as any failure does.
+        // Failing again, the person's join leaves the network marked as failed, as any failure does.
         #expect(await harness.machine.rejoin(autoJoinedCafe) == .failure)
         #expect(harness.transport.requests.last?.request.network?.didAutoJoin == false)
         #expect(await harness.machine.rejoin(autoJoinedCafe) == .authenticated)

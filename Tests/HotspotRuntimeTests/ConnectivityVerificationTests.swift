@@ -30,7 +30,7 @@ struct ConnectivityVerificationTests {
         #expect(check.verdict == .captive)
         #expect(check.helper == "liar")
         #expect(check.portalURL == portal.url + "login")
-        #expect(HotspotEvent.connectivity(check).jsonLine.hasPrefix(#"{"event":"connectivity","network":"Cafe","verdict":"captive","portal_url":"\#(portal.url)login""#))
+        #expect(HotspotEvent.connectivity(check).jsonLine(at: .now).hasPrefix(#"{"event":"connectivity","network":"Cafe","verdict":"captive","portal_url":"\#(portal.url)login""#))
         let warning = try #require(fixture.events.logs.first { $0.level == .warn && $0.helper == "liar" })
         #expect(warning.message == "helper liar claimed success but the network is still captive at \(portal.url)login")
         // Retried like a temporary failure; nothing is remembered for the next join.

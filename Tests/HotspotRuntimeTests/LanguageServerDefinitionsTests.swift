@@ -14,7 +14,7 @@ import Testing
             #expect(definitions.contains("function \(module.name).\(function.name)("), "\(module.name).\(function.name)")
         }
     }
-    for method in ["create_response", "http", "probe", "secret", "tcp", "udp"] {
+    for method in ["create_response", "http", "submit", "probe", "secret", "tcp", "udp"] {
         #expect(definitions.contains("function Command:\(method)("))
     }
 }

@@ -325,6 +325,68 @@ struct StandardsTests {
         }
     }
 
+    /// openNDS's splash, as the simulator rebuilds it: the helper sends the GET form's fields in
+    /// the page's order, then the "Thank you" page's second form. Sorted, as url.query sorts
+    /// them (what the helper sent before), the first form gets 511.
+    @Test func bundledClickThroughHelperGoesThroughOpenNDSsTwoForms() async throws {
+        try await withPortal(.opennds) { portal in
+            let sorted = try await RuntimeFixture(scripts: ["sorted": """
+                return {
+                  name = "Sorted", hosts = { "127.0.0.1" },
+                  evaluate = function(cmd) return "high" end,
+                  authenticate = function(cmd)
+                    local page = cmd:http{ url = cmd:probe().portal_url }
+                    local form = html.forms(page.body, page.url)[1]
+                    local fields = {}
+                    for _, field in ipairs(form.fields) do
+                      if field.name then fields[field.name] = field.value end
+                    end
+                    log.info("sorted: " .. cmd:http{ url = form.action .. "?" .. url.query(fields) }.status)
+                    log.info("in order: " .. cmd:submit(form).status)
+                    return "temporary_failure"
+                  end,
+                }
+                """], configuration: Self.configuration())
+            await sorted.runtime.join(Self.network(portal))
+            sorted.engine.shutdown()
+            #expect(sorted.events.logs.filter { $0.helper == "sorted" }.map(\.message) == ["sorted: 511", "in order: 200"])
+
+            let fixture = try await RuntimeFixture(scripts: ["click-through": try Self.bundled("click-through")],
+                                                   configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+            #expect(fixture.events.commands(.authenticate).count == 1)
+            #expect(try await Self.probe(network) == .connected)
+        }
+    }
+
+    /// A generic helper's cmd:submit reaches where a form of a page it read is sent; a form it
+    /// made up, naming another host, widens nothing.
+    @Test func aGenericHelperSubmitsOnlyFormsOfPagesItRead() async throws {
+        try await withPortal(.clickThrough) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["generic": """
+                return {
+                  name = "Generic", hosts = { "@portal" },
+                  evaluate = function(cmd) return "high" end,
+                  authenticate = function(cmd)
+                    local page = cmd:http{ url = cmd:probe().portal_url }
+                    local made_up = { action = "http://198.18.0.99/steal", method = "get", fields = {} }
+                    local _, problem = cmd:submit(made_up)
+                    log.info("made up: " .. tostring(problem):sub(1, 11))
+                    local form = html.forms(page.body, page.url)[1]
+                    local answer = cmd:submit(form, { values = { accept_terms = true } })
+                    log.info("read: " .. answer.status)
+                    return "success"
+                  end,
+                }
+                """], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            #expect(await fixture.runtime.join(Self.network(portal)) == .authenticated)
+            #expect(fixture.events.logs.filter { $0.helper == "generic" }.map(\.message) == ["made up: not_allowed", "read: 200"])
+        }
+    }
+
     /// On a terms form with an accepting and a declining button, the helper submits as a
     /// browser clicking the accepting one: the portal refuses a form that sends both.
     @Test func bundledClickThroughHelperClicksOnlyTheAcceptingButton() async throws {
@@ -336,14 +398,40 @@ struct StandardsTests {
         }
     }
 
-    @Test(arguments: [Scenario.credentials, .wispr, .email])
-    func bundledClickThroughHelperLeavesOtherPortalsAlone(_ scenario: Scenario) async throws {
-        try await withPortal(scenario) { portal in
+    @Test func bundledClickThroughHelperLeavesWISPrPortalsAlone() async throws {
+        try await withPortal(.wispr) { portal in
             let fixture = try await RuntimeFixture(scripts: ["click-through": try Self.bundled("click-through")],
                                                    configuration: Self.configuration())
             defer { fixture.engine.shutdown() }
             await fixture.runtime.join(Self.network(portal))
             #expect(fixture.events.commands(.evaluate).first?.confidence == Confidence.none)
+        }
+    }
+
+    /// A portal that asks for what only a person knows: the helper asks them for the page's
+    /// fields (before, it claimed none of these portals), and logs in with their answers; or
+    /// with the network's secrets, without asking.
+    @Test func bundledClickThroughHelperAsksThePersonWhatThePageAsks() async throws {
+        try await withPortal(.email) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["click-through": try Self.bundled("click-through")],
+                                                   configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .presentingUI)
+            let questions = try #require(await fixture.runtime.questions(of: "Venue"))
+            #expect(questions.fields.map(\.name) == ["email"])
+            #expect(questions.fields.map(\.kind) == [.email])
+            #expect(await fixture.runtime.presentUI("Venue", answers: ["email": "reader@example.org"]) == .authenticated)
+            #expect(try await Self.probe(network) == .connected)
+        }
+        try await withPortal(.credentials) { portal in
+            let fixture = try await RuntimeFixture(
+                scripts: ["click-through": try Self.bundled("click-through")],
+                configuration: Self.configuration(secrets: ["click-through": ["username": "guest", "password": "aroma-2026"]]))
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+            #expect(try await Self.probe(network) == .connected)
         }
     }
 
@@ -363,6 +451,30 @@ struct StandardsTests {
             defer { withoutAPI.engine.shutdown() }
             await withoutAPI.runtime.join(NetworkDescription(ssid: "Other", probeURLs: network.probeURLs))
             #expect(withoutAPI.events.commands(.evaluate).first?.confidence == Confidence.none)
+        }
+    }
+
+    /// A plain-HTTP API is used when its URI came from the link (DHCP option 114), as gateways
+    /// ship it, with a warning; one from anywhere else (`--capport-url`) is refused unless
+    /// allowed for testing. Before, the bundled helper refused openNDS's.
+    @Test func aPlainHTTPCaptivePortalAPIFromTheLinkIsUsedWithAWarning() async throws {
+        try await withPortal(.capport) { portal in
+            var fromLink = Self.network(portal, api: "/capport-api")
+            fromLink.captivePortalAPIIsFromLink = true
+            let fixture = try await RuntimeFixture(scripts: ["capport": try Self.bundled("capport")],
+                                                   configuration: Self.configuration(allowsPlainHTTP: false))
+            defer { fixture.engine.shutdown() }
+            #expect(await fixture.runtime.join(fromLink) == .authenticated)
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "capport")
+            #expect(fixture.events.logs.contains { $0.level == .warn && $0.message.contains("is plain HTTP; it is used because it came from the link's own") })
+            await fixture.runtime.leave("Venue")
+
+            let configured = try await RuntimeFixture(scripts: ["capport": try Self.bundled("capport")],
+                                                      configuration: Self.configuration(allowsPlainHTTP: false))
+            defer { configured.engine.shutdown() }
+            await configured.runtime.join(Self.network(portal, api: "/capport-api"))
+            #expect(configured.events.commands(.evaluate).first?.confidence == Confidence.none)
+            #expect(!configured.events.logs.contains { $0.message.contains("is plain HTTP") })
         }
     }
 }

@@ -92,7 +92,7 @@ import HotspotCore
         #expect(fixture.events.commands(.evaluate).filter { $0.helper == "picky" }.count == 1)
     }
 
-    @Test func failureDisablesAutoJoin() async throws {
+    @Test func anAutoJoinAfterAFailureWaitsForTheLongBackoff() async throws {
         let fixture = try await RuntimeFixture(scripts: [
             "strict": venue("Strict", confidence: "high", handlers: ["authenticate": "return 'failure'"]),
         ])
@@ -100,8 +100,8 @@ import HotspotCore
         #expect(fixture.runtime.stateDirectory.snapshot.autoJoinDisabled == [guest.ssid])
         var autoJoin = guest
         autoJoin.didAutoJoin = true
-        #expect(await fixture.runtime.join(autoJoin) == .inactive)
-        #expect(fixture.events.logs.last?.message.contains("auto-join") == true)
+        #expect(await fixture.runtime.join(autoJoin) == .failure)
+        #expect(fixture.events.logs.last?.message.contains("auto-join of \(guest.ssid) waits") == true)
     }
 
     @Test func uiRequiredWaitsForPresentUI() async throws {

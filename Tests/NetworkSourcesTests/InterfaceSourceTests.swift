@@ -57,7 +57,8 @@ struct InterfaceSourceTests {
             .write(toFile: leases + "/dhclient.lo.leases", atomically: true, encoding: .utf8)
         #expect(await iterator.next() == .note(.info, "the Captive Portal API of lo is https://api.cafe.example/capport (from dhclient)"))
         #expect(await iterator.next() == .changed(NetworkDescription(ssid: "Loopback-Cafe", didAutoJoin: true, interface: "lo",
-                                                                     captivePortalAPI: "https://api.cafe.example/capport")))
+                                                                     captivePortalAPI: "https://api.cafe.example/capport",
+                                                                     captivePortalAPIIsFromLink: true)))
         source.stop()
         #expect(await iterator.next() == nil, "stopping ends the events")
     }

@@ -65,7 +65,7 @@ struct NetworkManagerModelTests {
 
     static let cafeNetwork = NetworkDescription(
         ssid: "Cafe-Guest", bssid: "02:00:00:00:00:01", signalStrength: 0.73, isSecure: true, interface: "wlan0",
-        resolvers: ["198.18.0.53"], captivePortalAPI: "https://api.cafe.example/capport")
+        resolvers: ["198.18.0.53"], captivePortalAPI: "https://api.cafe.example/capport", captivePortalAPIIsFromLink: true)
 
     @Test func aWiFiDeviceIsOnItsAccessPointsNetworkAndListsTheOthers() {
         let view = NetworkManagerView(Self.wifi())
@@ -112,6 +112,7 @@ struct NetworkManagerModelTests {
         var withoutAPI = Self.cafeNetwork
         withoutAPI.signalStrength = 0.6
         withoutAPI.captivePortalAPI = nil
+        withoutAPI.captivePortalAPIIsFromLink = false
         #expect(Self.next(&report, objects) == [.changed(withoutAPI)], "option 114 is read live")
 
         for state: UInt32 in [50, 70] {  // on its way again: the network is not left

@@ -55,7 +55,7 @@ function Response:deliver() end
 ---@field method? string default "GET", or "POST" when a body is given
 ---@field headers? table<string, string>
 ---@field body? string
----@field form? table<string, string|number|boolean|(string|number|boolean)[]>
+---@field form? table<string, string|number|boolean|(string|number|boolean)[]>|[string, string|number|boolean][] names sorted, or `{ name, value }` pairs in their order; the query of a GET or HEAD, else an urlencoded body
 ---@field json? any
 ---@field timeout? number seconds (default 10)
 ---@field follow_redirects? boolean default true
@@ -88,6 +88,22 @@ function Command:create_response(result) end
 ---@return HTTPResponse? response
 ---@return string? problem
 function Command:http(options) end
+
+---@class SubmitOptions
+---@field values? table<string, string|number|boolean|(string|number|boolean)[]> what the person enters, by field name: text, `true`/`false` to tick a box, a radio's or option's value; names no field has are added at the end
+---@field button? FormField|string|false the submit button clicked (a field of the form, or its name, value or label); false for none; default the first enabled one
+---@field timeout? number
+---@field follow_redirects? boolean
+---@field max_redirects? integer
+---@field max_body? integer
+
+---A form of `html.forms` submitted as a browser submits it (`html.submission`), over
+---`cmd:http`. A generic helper ("@portal") may send it where a page it read sends it.
+---@param form Form
+---@param options? SubmitOptions
+---@return HTTPResponse? response
+---@return string? problem
+function Command:submit(form, options) end
 
 ---The network's connectivity verdict, as soon as it is certain.
 ---@return ProbeVerdict
@@ -233,7 +249,8 @@ function url.parse(text) end
 ---@param reference string
 ---@return string
 function url.resolve(base, reference) end
----@param fields table<string, string|number|boolean|(string|number|boolean)[]>
+---Names sorted, so the same table gives the same text; `{ name, value }` pairs keep their order.
+---@param fields table<string, string|number|boolean|(string|number|boolean)[]>|[string, string|number|boolean][]
 ---@return string
 function url.query(fields) end
 
@@ -251,19 +268,46 @@ function base64.decode(text) end
 ---@field value string
 ---@field checked? boolean
 ---@field disabled? boolean
+---@field label? string a `<button>`'s text
+---@field multiple? boolean a `<select multiple>`
+---@field selected? string[] the values a `<select multiple>` sends
+---@field formaction? string a submit button's own action, absolute
+---@field formmethod? "get"|"post"
+---@field formenctype? "multipart/form-data"|"text/plain"
 
 ---@class Form
 ---@field action string absolute
 ---@field method "get"|"post"
+---@field enctype? "multipart/form-data"|"text/plain" nil for urlencoded
 ---@field id? string
 ---@field name? string
 ---@field fields FormField[]
+
+---@class SubmissionRequest: HTTPOptions
+---@field method "GET"|"POST"
+---@field url string
+---@field body? string
+---@field headers? table<string, string>
+
+---@class Link
+---@field url string absolute
+---@field text string
 
 html = {}
 ---@param page string
 ---@param base_url string
 ---@return Form[]
 function html.forms(page, base_url) end
+---What a browser sends when the form is submitted: options for `cmd:http`.
+---@param form Form
+---@param options? SubmitOptions
+---@return SubmissionRequest
+function html.submission(form, options) end
+---The page's links to other pages (not its own fragments, not `javascript:`), in document order.
+---@param page string
+---@param base_url string
+---@return Link[]
+function html.links(page, base_url) end
 ---@param page string
 ---@return string
 function html.text(page) end
@@ -271,6 +315,24 @@ function html.text(page) end
 ---@param base_url? string
 ---@return { delay: number, url: string? }?
 function html.meta_refresh(page, base_url) end
+
+---The generic path through a splash page, as click-through.lua and capport.lua take it.
+splash = {}
+---The form of a page to go on with, and the button a person clicks (false: none, sent as
+---when they press Enter); nil when the page has none.
+---@param page HTTPResponse
+---@return Form? form
+---@return FormField|false|nil button
+function splash.form(page) end
+---Follows the portal from `page`, a step at a time (at most 6), until the probe says
+---connected: "success"; "ui_required" and the questions for the person; "failure" or
+---"temporary_failure" and why.
+---@param cmd Command
+---@param page HTTPResponse
+---@param answers? table<string, string> the person's answers, by field name (present_ui): then a page that asks for more is a "temporary_failure"
+---@return CommandResult result
+---@return table|string|nil detail
+function splash.follow(cmd, page, answers) end
 
 crypto = {}
 ---@param data string

@@ -6,8 +6,11 @@ local type, pairs, ipairs, error, tostring, setmetatable, next = type, pairs, ip
 local rawget, pcall = rawget, pcall
 local http_request, http_probe, http_capport = host.http.request, host.http.probe, host.http.capport
 local wispr_parse, wispr_login_form, url_parse, url_resolve = wispr.parse, wispr.login_form, url.parse, url.resolve
-local sleep, now, max = host.time.sleep, host.time.now, math.max
+local sleep, now, max, min = host.time.sleep, host.time.now, math.max, math.min
+local find, gsub, lower = string.find, string.gsub, string.lower
 local socket_tcp, socket_udp = host.socket.tcp, host.socket.udp
+local html_forms, html_submission, html_links, html_meta_refresh = html.forms, html.submission, html.links, html.meta_refresh
+local remove = table.remove
 
 -- Libraries every script sees as globals.
 globals.sleep = sleep
@@ -170,6 +173,43 @@ local function allow_portal(record, address)
   end
 end
 
+-- The HTML pages a generic helper read in this command, the latest few (they count against
+-- the script's memory): cmd:submit lets it reach where a form of one of them is sent, and
+-- nowhere a form the script made up names.
+local KEPT_PAGES = 4
+local function keep_page(record, response)
+  if not record.context[FOLLOWS_PORTAL] then return end
+  local kind = response.headers["content-type"]
+  if not kind or not find(lower(kind), "html", 1, true) then return end
+  local pages = record.pages
+  if pages == nil then
+    pages = {}
+    record.pages = pages
+  end
+  if #pages == KEPT_PAGES then remove(pages, 1) end
+  pages[#pages + 1] = response
+end
+
+local function allow_form_target(record, form)
+  local pages = record.pages
+  if pages == nil then return end
+  local wanted = { [form.action] = true }
+  for _, field in ipairs(form.fields) do
+    if type(field) == "table" and field.formaction then wanted[field.formaction] = true end
+  end
+  for _, page in ipairs(pages) do
+    for _, served in ipairs(html_forms(page.body, page.url)) do
+      if wanted[served.action] then allow_portal(record, served.action) end
+      for _, field in ipairs(served.fields) do
+        if field.formaction and wanted[field.formaction] then allow_portal(record, field.formaction) end
+      end
+    end
+  end
+end
+
+-- What cmd:submit passes on to cmd:http.
+local SUBMIT_OPTIONS = { "timeout", "follow_redirects", "max_redirects", "max_body" }
+
 globals.capport = readonly({
   -- What the network's RFC 8908 Captive Portal API says: a table, nil when the network
   -- has no API, or nil and a message prefixed as cmd:http's are.
@@ -313,6 +353,137 @@ globals.wispr = readonly({
   abort = function(cmd) return wispr_end(cmd, "wispr.abort", WISPR_ABORT_KEY, 151, "no_login_pending") end,
 }, "wispr")
 
+-- The generic path through a splash page, for portals no venue script knows (splash.form,
+-- splash.follow): what click-through.lua and capport.lua do, as a person with a browser
+-- would, a page at a time, over cmd:submit, cmd:http and cmd:probe.
+local SPLASH_STEPS = 6
+-- Words of a submit button that says no, or leads away from the login ("Read the terms").
+local DECLINES = { "decline", "reject", "refuse", "cancel", "disagree", "no thanks", "read", "more info" }
+-- Field types only a person fills in.
+local PERSONAL = { text = true, email = true, password = true, tel = true, number = true, textarea = true }
+-- What a personal field is, from its type or name: the question's label and kind, and the
+-- secret that answers it besides one named after the field.
+local KINDS = {
+  { match = "mail", label = "Email address", kind = "email", secret = "email" },
+  { match = "pass", label = "Password", kind = "password", secret = "password" },
+  { match = "voucher", label = "Voucher code", secret = "voucher" },
+  { match = "code", label = "Access code", secret = "voucher" },
+  { match = "room", label = "Room number", secret = "room" },
+  { match = "user", label = "User name", secret = "username" },
+  { match = "login", label = "User name", secret = "username" },
+  { match = "name", label = "Name", secret = "name" },
+}
+
+local function splash_kind(field)
+  local words = field.type == "email" and "email" or field.type == "password" and "password" or field.name:lower()
+  for _, kind in ipairs(KINDS) do
+    if find(words, kind.match, 1, true) then return kind end
+  end
+  return { label = (gsub(field.name, "[_%-]", " ")), secret = field.name }
+end
+
+local function declines(field)
+  local words = lower((field.name or "") .. " " .. (field.value or "") .. " " .. (field.label or ""))
+  for _, word in ipairs(DECLINES) do
+    if find(words, "%f[%a]" .. word .. "%f[%A]") then return true end
+  end
+  return false
+end
+
+-- The fields of `form` only a person fills in: enabled, named, and empty.
+local function personal_fields(form)
+  local fields = {}
+  for _, field in ipairs(form.fields) do
+    if PERSONAL[field.type] and field.name and not field.disabled and field.value == "" then fields[#fields + 1] = field end
+  end
+  return fields
+end
+
+-- The form of a page to go on with, and the button to click: the first form with a submit
+-- button that does not decline, or with no button but fields to fill in (sent as when the
+-- person presses Enter).
+local function splash_form(page)
+  for _, form in ipairs(html_forms(page.body, page.url)) do
+    local buttons = 0
+    for _, field in ipairs(form.fields) do
+      if (field.type == "submit" or field.type == "image") and not field.disabled then
+        buttons = buttons + 1
+        if not declines(field) then return form, field end
+      end
+    end
+    if buttons == 0 and #personal_fields(form) > 0 then return form, false end
+  end
+end
+
+-- What `form` needs of a person, from `answers` or the network's secrets: the values, or
+-- the questions to ask for those missing. Every box is ticked.
+local function splash_fill(cmd, form, answers)
+  local values, questions = {}, nil
+  for _, field in ipairs(form.fields) do
+    if field.type == "checkbox" and field.name and not field.disabled then values[field.name] = true end
+  end
+  for _, field in ipairs(personal_fields(form)) do
+    local kind = splash_kind(field)
+    local found, secret = pcall(cmd.secret, cmd, field.name)
+    if not found then found, secret = pcall(cmd.secret, cmd, kind.secret) end
+    local value = answers[field.name] or (found and secret or nil)
+    if value then
+      values[field.name] = value
+    else
+      questions = questions or {}
+      questions[#questions + 1] = { name = field.name, label = kind.label, kind = kind.kind }
+    end
+  end
+  return values, questions
+end
+
+-- Where a page with no form leads: its refresh, or its one link.
+local function splash_onward(page)
+  local refresh = html_meta_refresh(page.body, page.url)
+  if refresh and refresh.url then return refresh.url, refresh.delay end
+  local links = html_links(page.body, page.url)
+  if #links == 1 and find(links[1].url, "^https?://") then return links[1].url, 0 end
+end
+
+local function splash_follow(cmd, page, answers)
+  if type(page) ~= "table" or type(page.body) ~= "string" or type(page.url) ~= "string" then
+    error("splash.follow expects a response of cmd:http as its page", 2)
+  end
+  -- With the person's answers (present_ui) there is no one left to ask.
+  local may_ask = answers == nil
+  answers = answers or {}
+  for step = 1, SPLASH_STEPS do
+    local form, button = splash_form(page)
+    local answer, problem
+    if form then
+      local values, questions = splash_fill(cmd, form, answers)
+      if questions and not may_ask then
+        return "temporary_failure", "the portal at " .. page.url .. " asks for more than the person answered"
+      elseif questions then
+        return "ui_required", {
+          title = "Wi-Fi login",
+          message = "The portal at " .. (url_parse(page.url).host or page.url) .. " asks for this before it lets the device in.",
+          fields = questions,
+        }
+      end
+      answer, problem = cmd:submit(form, { values = values, button = button })
+    else
+      local onward, delay = splash_onward(page)
+      if not onward then
+        return "failure", "still captive at step " .. step .. ": " .. page.url .. " has no form, refresh or lone link to go on with"
+      end
+      if delay > 0 then sleep(min(delay, 5)) end
+      answer, problem = cmd:http{ url = onward }
+    end
+    if not answer then return "temporary_failure", "the portal did not answer step " .. step .. ": " .. problem end
+    if cmd:probe().state == "connected" then return "success" end
+    page = answer
+  end
+  return "failure", "still captive after " .. SPLASH_STEPS .. " steps through the portal (the last page " .. page.url .. ", status " .. page.status .. ")"
+end
+
+globals.splash = readonly({ form = splash_form, follow = splash_follow }, "splash")
+
 local function network_answer(network, record)
   local passwords, confidences = record.passwords, record.confidences
   return {
@@ -335,7 +506,25 @@ local COMMAND = lazy_methods({
       end
       local ok, response, message = pcall(http_request, io_context(record), options)
       if not ok then error(response, 2) end
+      if response then keep_page(record, response) end
       return response, message
+    end
+  end,
+  -- cmd:submit(form, options): the form as a browser submits it (html.submission), sent.
+  submit = function(cmd, record)
+    return function(self, form, options)
+      if self ~= cmd then form, options = self, form end
+      if type(form) ~= "table" or type(form.fields) ~= "table" then
+        error("cmd:submit expects a form from html.forms, as in cmd:submit(form, { values = { ... } })", 2)
+      end
+      if options ~= nil and type(options) ~= "table" then error("cmd:submit expects a table of options", 2) end
+      local ok, request = pcall(html_submission, form, options)
+      if not ok then error(request, 2) end
+      if options then
+        for _, key in ipairs(SUBMIT_OPTIONS) do request[key] = options[key] end
+      end
+      allow_form_target(record, form)
+      return cmd:http(request)
     end
   end,
   probe = function(_, record)
