@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import Locking
 import HotspotCore
 import LinuxFiles
@@ -38,16 +37,7 @@ public final class NetworkManagerSource: NetworkSource {
     public var reportsConnectivity: Bool { true }
 
     public func start() -> AsyncStream<NetworkSourceEvent> {
-        let (events, continuation) = AsyncStream.makeStream(of: NetworkSourceEvent.self)
-        continuation.onTermination = { [wakeUp] _ in wakeUp.wake() }
-        // A thread of its own: sd-bus is used from one thread, and its waits never hold one
-        // of Swift concurrency's.
-        DispatchQueue(label: "networkmanager-source").async {
-            self.follow(continuation)
-            continuation.finish()
-            self.wakeUp.close()
-        }
-        return events
+        SystemBusFollowing.start("networkmanager-source", wakeUp: wakeUp) { self.follow($0) }
     }
 
     public func supplyPasswords(_ passwords: [String: String]) {
@@ -146,16 +136,9 @@ private final class NetworkManagerConnection {
     }
 
     private func ownerChanged(_ message: BusMessage) {
-        guard let values = try? message.values(), values.count == 3, let newOwner = values[2].string else { return }
-        if newOwner.isEmpty {
-            owner = nil
-            objects.removeAll()
-            events.yield(.note(.warn, "NetworkManager left the system bus; its networks stay as they were until it is back"))
-        } else {
-            owner = newOwner
-            needsLoading = true
-            events.yield(.note(.info, "NetworkManager is on the system bus: reading its devices"))
-        }
+        guard let change = SystemBusFollowing.ownerChange(message, of: "NetworkManager", reading: "devices", events: events) else { return }
+        owner = change
+        if change == nil { objects.removeAll() } else { needsLoading = true }
     }
 
     /// Keeps the mirror current from one of NetworkManager's signals.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import DBusClient
 import LinuxFiles
 
@@ -10,6 +11,21 @@ import LinuxFiles
 enum SystemBusFollowing {
     static let firstRetryDelay: Duration = .seconds(1)
     static let longestRetryDelay: Duration = .seconds(30)
+
+    /// A source's stream of events, `follow` running on a thread of its own (sd-bus is used
+    /// from one thread, and its waits never hold one of Swift concurrency's) until the stream
+    /// ends or `wakeUp` is woken.
+    static func start(_ label: String, wakeUp: WakeUpPipe,
+                      _ follow: @escaping @Sendable (AsyncStream<NetworkSourceEvent>.Continuation) -> Void) -> AsyncStream<NetworkSourceEvent> {
+        let (events, continuation) = AsyncStream.makeStream(of: NetworkSourceEvent.self)
+        continuation.onTermination = { _ in wakeUp.wake() }
+        DispatchQueue(label: label).async {
+            follow(continuation)
+            continuation.finish()
+            wakeUp.close()
+        }
+        return events
+    }
 
     /// Returns once `wakeUp` is woken. `follow` returns when woken too, and throws when the
     /// connection ends.
@@ -64,6 +80,20 @@ enum SystemBusFollowing {
         } catch let error where error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
             return nil
         }
+    }
+
+    /// A manager's NameOwnerChanged, said in a note: `.some(nil)` when it left the bus,
+    /// `.some(name)` when it came with that unique name (its `things` are read again); nil
+    /// for a signal not of that shape.
+    static func ownerChange(_ message: BusMessage, of manager: String, reading things: String,
+                            events: AsyncStream<NetworkSourceEvent>.Continuation) -> String?? {
+        guard let values = try? message.values(), values.count == 3, let newOwner = values[2].string else { return nil }
+        if newOwner.isEmpty {
+            events.yield(.note(.warn, "\(manager) left the system bus; its networks stay as they were until it is back"))
+            return .some(nil)
+        }
+        events.yield(.note(.info, "\(manager) is on the system bus: reading its \(things)"))
+        return .some(newOwner)
     }
 
     /// The match rule for `name` changing owners.
