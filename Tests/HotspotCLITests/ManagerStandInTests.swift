@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import TestbedRecipes
 
 /// What the daemon makes of a peer that owns a manager's name on the bus but does not answer
 /// as the manager does, and of calls to ConnMan's agent it cannot satisfy: a stand-in in
@@ -18,6 +19,8 @@ extension PrivateBus {
 struct ManagerStandInTests {
     /// ARGV: the bus, the stand-in's kind. `connman`: an idle ethernet service, and once the
     /// daemon registers as the agent, requests it should refuse, their answers printed;
+    /// `connman-portal`: a ready ethernet service on the interface ARGV[3], and RequestBrowser
+    /// for it, its answer printed;
     /// `connman-wrong`: GetServices answers a string; `networkd-number`, `networkd-nonsense`:
     /// Describe answers a number, or text that is not JSON.
     static let standIn = """
@@ -30,10 +33,12 @@ struct ManagerStandInTests {
 
         def ask(sender, path):
             agent = bus.get_object(sender, path)
-            for method, arguments in [("RequestBrowser", (dbus.ObjectPath("/net/connman/service/unknown"), "http://198.18.0.1/")),
-                                      ("RequestInput", (dbus.ObjectPath(WIRED), {"Passphrase": {"Type": "psk", "Requirement": "mandatory"}}))]:
+            requests = [("RequestBrowser", (dbus.ObjectPath(WIRED), "http://198.18.0.1/"))] if kind == "connman-portal" else [
+                ("RequestBrowser", (dbus.ObjectPath("/net/connman/service/unknown"), "http://198.18.0.1/")),
+                ("RequestInput", (dbus.ObjectPath(WIRED), {"Passphrase": {"Type": "psk", "Requirement": "mandatory"}}))]
+            for method, arguments in requests:
                 try:
-                    getattr(agent, method)(*arguments, dbus_interface="net.connman.Agent")
+                    getattr(agent, method)(*arguments, dbus_interface="net.connman.Agent", timeout=60)
                     print(method, "answered", flush=True)
                 except dbus.DBusException as error:
                     print(method, "refused:", error.get_dbus_name(), error.get_dbus_message(), flush=True)
@@ -42,8 +47,10 @@ struct ManagerStandInTests {
         class ConnMan(dbus.service.Object):
             @dbus.service.method("net.connman.Manager", out_signature="a(oa{sv})")
             def GetServices(self):
-                return [(dbus.ObjectPath(WIRED), {"State": "idle", "Name": "Wired", "Type": "ethernet",
-                                                  "Ethernet": {"Interface": "standin0"}})]
+                ready = kind == "connman-portal"
+                return [(dbus.ObjectPath(WIRED), {"State": "ready" if ready else "idle", "Name": "Wired", "Type": "ethernet",
+                                                  "Ethernet": {"Interface": sys.argv[3] if ready else "standin0"},
+                                                  "Nameservers": dbus.Array(["198.18.0.1"] if ready else [], signature="s")})]
 
             @dbus.service.method("net.connman.Manager", in_signature="o", sender_keyword="sender")
             def RegisterAgent(self, path, sender):
@@ -61,7 +68,7 @@ struct ManagerStandInTests {
 
         if kind.startswith("connman"):
             name = dbus.service.BusName("net.connman", bus)
-            (ConnMan if kind == "connman" else WrongConnMan)(bus, "/")
+            (WrongConnMan if kind == "connman-wrong" else ConnMan)(bus, "/")
         else:
             name = dbus.service.BusName("org.freedesktop.network1", bus)
             Networkd(bus, "/org/freedesktop/network1")
@@ -69,17 +76,23 @@ struct ManagerStandInTests {
         GLib.MainLoop().run()
         """
 
-    /// The stand-in of `kind` on a bus of the test's own, running, and the daemon following `source` there.
-    static func start(_ kind: String, source: String) async throws -> (bus: PrivateBus, standIn: BackgroundProcess, daemon: RunningCLI) {
+    /// The stand-in of `kind` on a bus of the test's own, running, and the daemon following
+    /// `source` there; in the namespace `namespace`, when the daemon joins a network.
+    static func start(_ kind: String, source: String, in namespace: (name: String, interface: String)? = nil) async throws
+        -> (bus: PrivateBus, standIn: BackgroundProcess, daemon: RunningCLI) {
         let bus = try PrivateBus()
         let script = try CLI.temporaryDirectory() + "/standin.py"
         try standIn.write(toFile: script, atomically: true, encoding: .utf8)
-        let standIn = try BackgroundProcess("/usr/bin/python3", [script, bus.address, kind])
+        let standIn = try BackgroundProcess("/usr/bin/python3", [script, bus.address, kind] + (namespace.map { [$0.interface] } ?? []))
         try await eventually("the stand-in owns its name") { standIn.output.contains("ready") }
         let scripts = try CLI.temporaryDirectory()
         try FileManager.default.copyItem(atPath: DaemonTests.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
-        let daemon = try RunningCLI(["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)", CLI.path, "run", "--json", "--source", source, "--scripts", scripts,
-                                     "--state-dir", try CLI.temporaryDirectory(), "--probe-interval", "0"], executable: "/usr/bin/env")
+        // In a namespace, the helper's success is checked at the venue's portal.
+        let inNamespace = namespace.map { ["/usr/sbin/ip", "netns", "exec", $0.name] } ?? []
+        let probes = namespace == nil ? [] : ["--probe-url", "http://198.18.0.1/generate_204"]
+        let daemon = try RunningCLI(["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)"] + inNamespace + [CLI.path, "run", "--json", "--source", source,
+                                     "--scripts", scripts, "--state-dir", try CLI.temporaryDirectory(), "--probe-interval", "0"] + probes,
+                                    executable: "/usr/bin/env")
         return (bus, standIn, daemon)
     }
 
@@ -101,6 +114,31 @@ struct ManagerStandInTests {
         #expect(!daemon.events.contains { $0["event"] as? String == "state" }, "an idle service is no network")
         try await Self.stop(daemon)
         withExtendedLifetime(bus) {}
+    }
+
+    /// ConnMan's RequestBrowser for a service it has ready is a portal for the helpers: the
+    /// call is answered only once the helper logged in (through the portal simulator, in the
+    /// NetworkManager testbed's namespaces, the client's end addressed by hand).
+    @Test(.enabled(if: TwoNetworks.unavailableReason == nil, "\(TwoNetworks.unavailableReason ?? "")"))
+    func connMansPortalRequestIsAnsweredOnceAHelperLoggedIn() async throws {
+        let recipe = NetworkManagerRecipe(prefix: "hs\(getpid() % 100_000)", directory: try scratchDirectory("standin"))
+        let (venue, addressed) = try await onOwnThread { () throws -> ([BackgroundProcess], Int32) in
+            let services = try NetworkManagerTestbed.startVenue(recipe, portalScenario: "click-through")
+            return (services, try TwoNetworks.shell("ip -n \(recipe.client) addr add 198.18.0.50/24 dev \(recipe.interface)"))
+        }
+        #expect(addressed == 0)
+        let (bus, standIn, daemon) = try await Self.start("connman-portal", source: "connman", in: (recipe.client, recipe.interface))
+        try await daemon.waitForEvent(NetworkManagerTests.isMessage("ConnMan found a portal on Wired (http://198.18.0.1/)"))
+        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Wired"))
+        try await eventually("ConnMan is answered") { standIn.output.contains("RequestBrowser") }
+        #expect(standIn.output.contains("RequestBrowser answered"), "\(standIn.output)")
+        try await daemon.waitForEvent(NetworkManagerTests.isMessage("answered ConnMan's portal request for Wired: logged in"))
+        try await Self.stop(daemon)
+        withExtendedLifetime((bus, standIn)) {}
+        try await onOwnThread {
+            venue.forEach { $0.stop() }
+            _ = try TwoNetworks.shell(recipe.removalScript)
+        }
     }
 
     /// Answers of the wrong type, or not JSON, are named in a warning; the daemon goes on.
