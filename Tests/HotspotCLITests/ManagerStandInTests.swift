@@ -85,15 +85,19 @@ struct ManagerStandInTests {
         try standIn.write(toFile: script, atomically: true, encoding: .utf8)
         let standIn = try BackgroundProcess("/usr/bin/python3", [script, bus.address, kind] + (namespace.map { [$0.interface] } ?? []))
         try await eventually("the stand-in owns its name") { standIn.output.contains("ready") }
+        return (bus, standIn, try daemon(source: source, on: bus, in: namespace?.name))
+    }
+
+    /// `hotspot-helper run --source SOURCE` on `bus` with the click-through helper, in `namespace` if any.
+    static func daemon(source: String, on bus: PrivateBus, in namespace: String?) throws -> RunningCLI {
         let scripts = try CLI.temporaryDirectory()
         try FileManager.default.copyItem(atPath: DaemonTests.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
         // In a namespace, the helper's success is checked at the venue's portal.
-        let inNamespace = namespace.map { ["/usr/sbin/ip", "netns", "exec", $0.name] } ?? []
+        let inNamespace = namespace.map { ["/usr/sbin/ip", "netns", "exec", $0] } ?? []
         let probes = namespace == nil ? [] : ["--probe-url", "http://198.18.0.1/generate_204"]
-        let daemon = try RunningCLI(["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)"] + inNamespace + [CLI.path, "run", "--json", "--source", source,
-                                     "--scripts", scripts, "--state-dir", try CLI.temporaryDirectory(), "--probe-interval", "0"] + probes,
-                                    executable: "/usr/bin/env")
-        return (bus, standIn, daemon)
+        return try RunningCLI(["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)"] + inNamespace + [CLI.path, "run", "--json", "--source", source,
+                               "--scripts", scripts, "--state-dir", try CLI.temporaryDirectory(), "--probe-interval", "0"] + probes,
+                              executable: "/usr/bin/env")
     }
 
     static func stop(_ daemon: RunningCLI) async throws {
@@ -121,12 +125,7 @@ struct ManagerStandInTests {
     /// NetworkManager testbed's namespaces, the client's end addressed by hand).
     @Test(.enabled(if: TwoNetworks.unavailableReason == nil, "\(TwoNetworks.unavailableReason ?? "")"))
     func connMansPortalRequestIsAnsweredOnceAHelperLoggedIn() async throws {
-        let recipe = NetworkManagerRecipe(prefix: "hs\(getpid() % 100_000)", directory: try scratchDirectory("standin"))
-        let (venue, addressed) = try await onOwnThread { () throws -> ([BackgroundProcess], Int32) in
-            let services = try NetworkManagerTestbed.startVenue(recipe, portalScenario: "click-through")
-            return (services, try TwoNetworks.shell("ip -n \(recipe.client) addr add 198.18.0.50/24 dev \(recipe.interface)"))
-        }
-        #expect(addressed == 0)
+        let (recipe, venue) = try await Self.venue("hs")
         let (bus, standIn, daemon) = try await Self.start("connman-portal", source: "connman", in: (recipe.client, recipe.interface))
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("ConnMan found a portal on Wired (http://198.18.0.1/)"))
         try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Wired"))
@@ -135,6 +134,56 @@ struct ManagerStandInTests {
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("answered ConnMan's portal request for Wired: logged in"))
         try await Self.stop(daemon)
         withExtendedLifetime((bus, standIn)) {}
+        try await Self.remove(recipe, venue)
+    }
+
+    /// ConnMan leaving the bus while the helpers log in (its portal request still kept): a
+    /// note, the network kept and logged in, no crash.
+    @Test(.enabled(if: TwoNetworks.unavailableReason == nil, "\(TwoNetworks.unavailableReason ?? "")"))
+    func connManVanishingMidJoinKeepsTheNetwork() async throws {
+        let (recipe, venue) = try await Self.venue("hv")
+        let (bus, standIn, daemon) = try await Self.start("connman-portal", source: "connman", in: (recipe.client, recipe.interface))
+        try await daemon.waitForEvent(NetworkManagerTests.isMessage("ConnMan found a portal on Wired"))
+        try await onOwnThread { standIn.stop() }
+        try await daemon.waitForEvent(NetworkManagerTests.isMessage("ConnMan left the system bus; its networks stay as they were until it is back"))
+        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Wired"))
+        #expect(!daemon.events.contains(where: DaemonTests.isState("inactive", "Wired")), "not left")
+        try await Self.stop(daemon)
+        withExtendedLifetime(bus) {}
+        try await Self.remove(recipe, venue)
+    }
+
+    /// `--source auto` with no manager on the bus follows the interfaces that are up, each a
+    /// network of its name, and says so.
+    @Test(.enabled(if: TwoNetworks.unavailableReason == nil, "\(TwoNetworks.unavailableReason ?? "")"))
+    func autoWithoutAManagerFollowsTheInterfacesThatAreUp() async throws {
+        let (recipe, venue) = try await Self.venue("ha")
+        let (bus, standIn, daemon) = try await Self.start("networkd-number", source: "auto", in: (recipe.client, recipe.interface))
+        // The stand-in owns networkd's name: auto follows it. Gone, auto finds no manager.
+        try await daemon.waitForEvent(NetworkManagerTests.isMessage("--source auto follows networkd"))
+        try await Self.stop(daemon)
+        try await onOwnThread { standIn.stop() }
+        let alone = try Self.daemon(source: "auto", on: bus, in: recipe.client)
+        try await alone.waitForEvent(NetworkManagerTests.isMessage(
+            "--source auto follows the interfaces that are up, each as a network of its name (\(recipe.interface)): no network manager is on the system bus"))
+        try await alone.waitForEvent(DaemonTests.isState("authenticated", recipe.interface))
+        try await Self.stop(alone)
+        try await Self.remove(recipe, venue)
+    }
+
+    /// The NetworkManager testbed's namespaces with the venue running, the client's end
+    /// addressed by hand (no manager configures it).
+    static func venue(_ prefix: String) async throws -> (NetworkManagerRecipe, [BackgroundProcess]) {
+        let recipe = NetworkManagerRecipe(prefix: "\(prefix)\(getpid() % 100_000)", directory: try scratchDirectory("standin"))
+        let (venue, addressed) = try await onOwnThread { () throws -> ([BackgroundProcess], Int32) in
+            let services = try NetworkManagerTestbed.startVenue(recipe, portalScenario: "click-through")
+            return (services, try TwoNetworks.shell("ip -n \(recipe.client) addr add 198.18.0.50/24 dev \(recipe.interface)"))
+        }
+        #expect(addressed == 0)
+        return (recipe, venue)
+    }
+
+    static func remove(_ recipe: NetworkManagerRecipe, _ venue: [BackgroundProcess]) async throws {
         try await onOwnThread {
             venue.forEach { $0.stop() }
             _ = try TwoNetworks.shell(recipe.removalScript)
