@@ -14,15 +14,20 @@ SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lib
 # python3-dbusmock's NetworkManager for Wi-Fi and its notification service for the desktop,
 # each on a dbus-daemon of the test's own; a real openNDS gateway (opennds, with iptables for
 # its iptables-legacy) in network namespaces; the package's own service, which systemd starts
-# on installation, is switched off, as it would hold this machine's interfaces.
-TEST_PACKAGES := chromium systemd prometheus dbus python3-dbusmock network-manager isc-dhcp-client dnsmasq-base opennds iptables
+# on installation, is switched off, as it would hold this machine's interfaces; a real
+# systemd-networkd (systemd's) and ConnMan (with ethtool, for the veth's checksums) in network
+# namespaces too.
+TEST_PACKAGES := chromium systemd prometheus dbus python3-dbusmock network-manager isc-dhcp-client dnsmasq-base opennds iptables \
+	connman ethtool
 
 .PHONY: all deps test-deps profile-deps build release install test demo bench peer symbol-order check-sanitizers fuzz clean private-libraries
 
 all: build
 
 # Installs the Debian packages that are missing (as root, or through sudo); `test-deps`
-# those the tests need as well.
+# those the tests need as well. ConnMan is masked first: on a machine booted with systemd,
+# installing it would start it, and it would take over the machine's own network (the tests
+# start it only in namespaces of their own).
 deps: PACKAGES = $(SYSTEM_PACKAGES)
 test-deps: PACKAGES = $(SYSTEM_PACKAGES) $(TEST_PACKAGES)
 profile-deps: PACKAGES = $(SYSTEM_PACKAGES) valgrind python3
@@ -33,6 +38,7 @@ deps test-deps profile-deps:
 	if [ -n "$$missing" ]; then \
 	  echo "Installing system packages:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
+	  case " $$missing " in *" connman "*) $$SUDO mkdir -p /etc/systemd/system && $$SUDO ln -sf /dev/null /etc/systemd/system/connman.service;; esac; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	  case " $$missing " in *" opennds "*) \
 	    if [ -d /run/systemd/system ]; then $$SUDO systemctl disable --now opennds.service >/dev/null 2>&1 || true; fi;; \

@@ -134,7 +134,7 @@ let package = Package(
         // NetworkManager on the system bus, DHCP option 114 from the platform. The sources
         // still to come (ConnMan, iwd, wpa_supplicant, systemd-networkd) go here.
         .target(
-            name: "NetworkSources", dependencies: ["HotspotCore", "HotspotNetwork", "DBusClient", "LinuxFiles", "Spawning", "Locking"],
+            name: "NetworkSources", dependencies: ["HotspotCore", "HotspotNetwork", "DBusClient", "LinuxFiles", "Spawning", "Locking", "JSON"],
             swiftSettings: swiftSettings),
         // The control socket: its wire types (requests, replies, the daemon's status), the
         // server the daemon runs and the client the command line and the person's page use.

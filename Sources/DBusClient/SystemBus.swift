@@ -113,6 +113,18 @@ public struct BusMessage {
     }
 }
 
+/// A method call kept past its handler, to be answered once what it waits for happened
+/// (`SystemBus.reply`, `replyError` with `message`); released when dropped.
+package final class KeptCall {
+    package let message: BusMessage
+
+    package init(_ call: BusMessage) {
+        message = BusMessage(pointer: hh_sd_bus_message_ref(call.pointer))
+    }
+
+    deinit { hh_sd_bus_message_unref(message.pointer) }
+}
+
 /// One connection to the D-Bus system bus through libsystemd's sd-bus (DBUS_SYSTEM_BUS_ADDRESS,
 /// else the standard socket). sd-bus is not thread-safe, and its calls to Swift (the
 /// handlers) come from `dispatchPending`: a connection is made, used and closed on one
@@ -193,8 +205,9 @@ public final class SystemBus {
         guard result >= 0 else { throw BusError("cannot watch \(rule)", code: result) }
     }
 
-    /// Answers the method calls to `path`: `handle` replies (`reply`, `replyError`) and returns
-    /// true, or returns false for sd-bus to answer that the method is unknown.
+    /// Answers the method calls to `path`: `handle` replies (`reply`, `replyError`), or keeps
+    /// the call to reply later (`KeptCall`), and returns true, or returns false for sd-bus to
+    /// answer that the method is unknown.
     package func addObject(at path: String, _ handle: @escaping (BusMessage) -> Bool) throws(BusError) {
         let handler = retain(handle)
         let result = hh_sd_bus_add_object(bus, nil, path, Self.trampoline, handler.toOpaque())

@@ -99,6 +99,12 @@ public final class DaemonService: Sendable {
                 InterfaceSource(interface: interface, ssid: ssid, discoveringCaptivePortalAPIIn: captivePortalAPIConfigured ? nil : .system)
             case .networkManager(let interface):
                 NetworkManagerSource(interface: interface)
+            case .connman(let interface):
+                ConnManSource(interface: interface)
+            case .networkd(let interface):
+                NetworkdSource(interface: interface, leases: captivePortalAPIConfigured ? nil : CaptivePortalAPIDiscovery.Places.system.networkdLeases)
+            case .auto:
+                AutoSource(discoveringCaptivePortalAPIIn: captivePortalAPIConfigured ? nil : .system)
             }
         }
         let connectivity = settings.probeInterval.map { ConnectivityMonitor.Settings(interval: $0) }

@@ -102,7 +102,11 @@ extension HotspotDaemon {
             emit(.log(.info, reason, network: network.ssid))
             tracking.commands.removeValue(forKey: network.ssid)?.cancel()  // a join of an earlier visit
             let runtime = runtime
-            tracking.commands[network.ssid] = Task { await runtime.join(network) }
+            let source = sources[index]
+            tracking.commands[network.ssid] = Task {
+                let state = await runtime.join(network)
+                source.helpersFinished(with: network.ssid, authenticated: state == .authenticated)
+            }
             watchConnectivity(of: network, from: index)
         case .changed(let described):
             let network = overrides.applied(to: described)
@@ -140,10 +144,14 @@ extension HotspotDaemon {
     /// helper's `maintain` runs now rather than at its next timer, and logs in again.
     private func maintainCaptive(_ ssid: String) async {
         // Not while a command runs: the network is not `authenticated` then.
-        guard await runtime.state(of: ssid) == .authenticated else { return }
+        guard await runtime.state(of: ssid) == .authenticated, let index = tracking.joined[ssid] else { return }
         emit(.log(.info, "\(ssid) is captive again: maintaining now", network: ssid))
         let runtime = runtime
-        tracking.commands[ssid] = Task { await runtime.maintain(ssid) }
+        let source = sources[index]
+        tracking.commands[ssid] = Task {
+            let state = await runtime.maintain(ssid)
+            source.helpersFinished(with: ssid, authenticated: state == .authenticated)
+        }
     }
 
     /// Checks the connectivity of a network whose source does not, with the daemon's own probes.

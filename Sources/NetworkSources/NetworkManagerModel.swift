@@ -10,6 +10,7 @@ enum NetworkManagerAPI {
     static let objectManagerPath = "/org/freedesktop"
     static let device = "org.freedesktop.NetworkManager.Device"
     static let wireless = "org.freedesktop.NetworkManager.Device.Wireless"
+    static let loopback = "org.freedesktop.NetworkManager.Device.Loopback"
     static let accessPoint = "org.freedesktop.NetworkManager.AccessPoint"
     static let activeConnection = "org.freedesktop.NetworkManager.Connection.Active"
     static let ip4Config = "org.freedesktop.NetworkManager.IP4Config"
@@ -23,6 +24,8 @@ enum NetworkManagerAPI {
     /// NMDeviceState: activated; from prepare to secondaries the device is on its way there.
     static let activated: UInt64 = 100
     static let activating: ClosedRange<UInt64> = 40...90
+    /// NMDeviceType: loopback (1.42 and later).
+    static let loopbackType: UInt64 = 32
 }
 
 /// NetworkManager's objects as the source mirrors them: object path → interface → property.
@@ -83,29 +86,10 @@ struct NetworkManagerObjects {
 }
 
 /// What NetworkManager's objects say of the devices a source follows.
-struct NetworkManagerView: Equatable {
-    enum Device: Equatable {
-        /// Activated on a network; NetworkManager's connectivity verdict, when it has one.
-        case activated(NetworkDescription, ConnectivityState?)
-        /// On its way to activated: no reason to leave a network it was on.
-        case activating
-        case inactive
-    }
-
-    /// By interface name, which survives a restart of NetworkManager (object paths do not).
-    var devices: [String: Device] = [:]
-    /// The access points of the Wi-Fi devices.
-    var scanList: [NetworkDescription] = []
-    /// When each Wi-Fi device last scanned (LastScan), so a new scan finding the same networks counts.
-    var lastScans: [Int64] = []
-    /// NetworkManager is still activating what it activates as it starts (Manager.Startup):
-    /// a device not activated yet may still be.
-    var isStarting = false
-    /// Values of a type or content that could not be used, in words.
-    var problems: [String] = []
-
+extension ManagerView {
     /// The view of `objects` for the device with interface `only`, or every device.
     init(_ objects: NetworkManagerObjects, only: String? = nil) {
+        self.init()
         var reader = PropertyReader()
         let manager = objects[NetworkManagerAPI.managerPath, NetworkManagerAPI.manager]
         isStarting = reader.boolean(manager, "Startup", of: NetworkManagerAPI.managerPath) ?? false
@@ -116,6 +100,9 @@ struct NetworkManagerView: Equatable {
             let ipName = reader.string(device, "IpInterface", of: path) ?? ""
             let name = ipName.isEmpty ? kernelName : ipName
             guard !name.isEmpty, only == nil || only == name || only == kernelName else { continue }
+            // The loopback device, which NetworkManager 1.42 lists and activates, is no network.
+            guard interfaces[NetworkManagerAPI.loopback] == nil,
+                  reader.unsigned(device, "DeviceType", of: path) != NetworkManagerAPI.loopbackType else { continue }
             let wireless = interfaces[NetworkManagerAPI.wireless]
             if let wireless {
                 let accessPoints = reader.references(wireless, "AccessPoints", of: path) ?? []
@@ -272,7 +259,7 @@ private struct PropertyReader {
     mutating func accessPoint(_ objects: NetworkManagerObjects, _ path: String, interface: String) -> NetworkDescription? {
         guard let properties = objects[path, NetworkManagerAPI.accessPoint],
               let bytes = read(properties, "Ssid", of: path, expected: "an array of bytes", { $0.bytes }), !bytes.isEmpty else { return nil }
-        let ssid = NetworkManagerView.ssidText(bytes)
+        let ssid = ManagerView.ssidText(bytes)
         if ssid.escaped {
             problems.append("the SSID of NetworkManager's \(path) is not plain UTF-8 text; helpers see it written \(ssid.text)")
         }
@@ -294,91 +281,6 @@ private struct PropertyReader {
             value.elements.map { $0.compactMap(\.unsigned) }
         } ?? []
         return numbers.map { number in (0..<4).map { String((number >> (8 * $0)) & 0xff) }.joined(separator: ".") }
-    }
-}
-
-/// What a NetworkManager source has told the daemon, kept across connections to the bus, so
-/// that after NetworkManager or the bus comes back only what changed meanwhile is reported.
-struct NetworkManagerReport {
-    private struct Joined {
-        var network: NetworkDescription
-        var connectivity: ConnectivityState?
-    }
-
-    private var joined: [String: Joined] = [:]
-    /// Devices of joined networks that NetworkManager no longer lists, and since when.
-    private var missingSince: [String: ContinuousClock.Instant] = [:]
-    private var scanList: [NetworkDescription] = []
-    private var lastScans: [Int64] = []
-    private var problems: Set<String> = []
-    private var hasSynchronised = false
-
-    /// How long a joined network's device may be missing before the network is left:
-    /// NetworkManager, stopping, drops its devices a moment before it leaves the bus, and
-    /// stopping NetworkManager leaves the device on its network.
-    static let missingDeviceGrace: Duration = .seconds(2)
-
-    /// When the grace of a missing device ends, for the caller to look again then.
-    var nextLook: ContinuousClock.Instant? {
-        missingSince.values.min().map { $0 + Self.missingDeviceGrace }
-    }
-
-    /// NetworkManager left the bus: its devices are not missing, only unseen until it is back.
-    mutating func networkManagerLeft() {
-        missingSince = [:]
-    }
-
-    /// The events that bring the daemon from what it was told to `view`.
-    mutating func events(toward view: NetworkManagerView, at now: ContinuousClock.Instant = .now) -> [NetworkSourceEvent] {
-        var events = view.problems.filter { !problems.contains($0) }.map { NetworkSourceEvent.note(.warn, $0) }
-        problems = Set(view.problems)
-        // Leaves first, so a network that moved between interfaces is left, then joined.
-        for (interface, was) in joined.sorted(by: { $0.key < $1.key }) {
-            let reason: String
-            switch view.devices[interface] {
-            case .activated(let network, _)?:
-                guard network.ssid != was.network.ssid else { continue }
-                reason = "NetworkManager moved \(interface) from \(was.network.ssid) to \(network.ssid)"
-            case .activating?:
-                continue
-            case .inactive?:
-                if view.isStarting { continue }
-                reason = "NetworkManager deactivated \(interface)"
-            case nil:
-                let since = missingSince[interface, default: now]
-                missingSince[interface] = since
-                if view.isStarting || now < since + Self.missingDeviceGrace { continue }
-                reason = "\(interface) is no longer among NetworkManager's devices"
-            }
-            missingSince[interface] = nil
-            joined[interface] = nil
-            events.append(.left(was.network, reason: reason))
-        }
-        for (interface, device) in view.devices.sorted(by: { $0.key < $1.key }) {
-            missingSince[interface] = nil
-            guard case .activated(var network, let connectivity) = device else { continue }
-            if let was = joined[interface] {
-                network.didAutoJoin = was.network.didAutoJoin
-                var unchanged = network
-                unchanged.signalStrength = was.network.signalStrength  // a strength of its own is no change
-                if unchanged != was.network { events.append(.changed(network)) }
-            } else {
-                // What is activated when the source first looks is the operator's join.
-                network.didAutoJoin = hasSynchronised
-                events.append(.joined(network, reason: "NetworkManager has \(interface) on \(network.ssid)"))
-            }
-            if let connectivity, connectivity != joined[interface]?.connectivity {
-                events.append(.connectivity(ssid: network.ssid, connectivity))
-            }
-            joined[interface] = Joined(network: network, connectivity: connectivity)
-        }
-        // The first look lists what is in range even when nothing is, so a reader knows.
-        if !hasSynchronised || view.scanList != scanList || (!view.scanList.isEmpty && view.lastScans != lastScans) {
-            events.append(.scanList(view.scanList))
-        }
-        (scanList, lastScans) = (view.scanList, view.lastScans)
-        hasSynchronised = true
-        return events
     }
 }
 
@@ -416,7 +318,7 @@ enum SecretAgentAnswer: Equatable {
             self = .refused("the connection names no SSID")
             return
         }
-        let ssid = NetworkManagerView.ssidText(bytes).text
+        let ssid = ManagerView.ssidText(bytes).text
         guard let password = passwords[ssid] else {
             self = .refused("no helper supplied a password for \(ssid)")
             return

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import Locking
 import HotspotCore
 import LinuxFiles
@@ -27,9 +26,6 @@ public final class NetworkManagerSource: NetworkSource {
     private let passwords = PlainLock<[String: String]>([:])
     private let wakeUp = WakeUpPipe()
 
-    static let firstRetryDelay: Duration = .seconds(1)
-    static let longestRetryDelay: Duration = .seconds(30)
-
     /// - Parameter isSecretAgent: whether to answer NetworkManager's requests for passwords
     ///   (the daemon does; a command that only looks does not).
     public init(interface: String? = nil, isSecretAgent: Bool = true) {
@@ -41,16 +37,7 @@ public final class NetworkManagerSource: NetworkSource {
     public var reportsConnectivity: Bool { true }
 
     public func start() -> AsyncStream<NetworkSourceEvent> {
-        let (events, continuation) = AsyncStream.makeStream(of: NetworkSourceEvent.self)
-        continuation.onTermination = { [wakeUp] _ in wakeUp.wake() }
-        // A thread of its own: sd-bus is used from one thread, and its waits never hold one
-        // of Swift concurrency's.
-        DispatchQueue(label: "networkmanager-source").async {
-            self.follow(continuation)
-            continuation.finish()
-            self.wakeUp.close()
-        }
-        return events
+        SystemBusFollowing.start("networkmanager-source", wakeUp: wakeUp) { self.follow($0) }
     }
 
     public func supplyPasswords(_ passwords: [String: String]) {
@@ -59,33 +46,12 @@ public final class NetworkManagerSource: NetworkSource {
 
     public func stop() { wakeUp.wake() }
 
-    /// Connects to the bus and follows NetworkManager until stopped, connecting again after
-    /// the connection ends or cannot be made.
     private func follow(_ events: AsyncStream<NetworkSourceEvent>.Continuation) {
-        var report = NetworkManagerReport()
-        var delay = Self.firstRetryDelay
-        var failing = false  // said already, until a connection works again
-        while true {
-            do {
-                let connection = try NetworkManagerConnection(only: interface, isSecretAgent: isSecretAgent,
-                                                              passwords: { self.passwords.withLock { $0 } }, events: events)
-                if failing { events.yield(.note(.info, "the system bus is back")) }
-                failing = false
-                delay = Self.firstRetryDelay
-                try connection.follow(&report, until: wakeUp)
-                return
-            } catch {
-                if !failing {
-                    let address = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) } ?? "the standard system bus"
-                    events.yield(.note(.warn, "NetworkManager cannot be followed: \(error) (\(address)); trying again in "
-                                           + "\(Self.firstRetryDelay.components.seconds) s, then less and less often, "
-                                           + "every \(Self.longestRetryDelay.components.seconds) s at most"))
-                }
-                failing = true
-            }
-            var nothing: [pollfd] = []
-            guard wakeUp.wait(for: &nothing, timeoutMilliseconds: Int32(delay / .milliseconds(1))) == .timedOut else { return }
-            delay = min(delay * 2, Self.longestRetryDelay)
+        var report = ManagerReport(manager: "NetworkManager")
+        SystemBusFollowing.run("NetworkManager", until: wakeUp, events: events) { () throws(BusError) in
+            try NetworkManagerConnection(only: interface, isSecretAgent: isSecretAgent, passwords: { self.passwords.withLock { $0 } }, events: events)
+        } follow: { connection throws(BusError) in
+            try connection.follow(&report, until: wakeUp)
         }
     }
 }
@@ -115,23 +81,17 @@ private final class NetworkManagerConnection {
         self.isSecretAgent = isSecretAgent
         self.passwords = passwords
         self.events = events
-        try bus.addMatch("type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
-                         + "member='NameOwnerChanged',arg0='\(NetworkManagerAPI.busName)'") { [unowned self] in ownerChanged($0) }
+        try bus.addMatch(SystemBusFollowing.ownerChangeRule(NetworkManagerAPI.busName)) { [unowned self] in ownerChanged($0) }
         try bus.addMatch("type='signal',sender='\(NetworkManagerAPI.busName)'") { [unowned self] in signal($0) }
         if isSecretAgent {
             try bus.addObject(at: NetworkManagerAPI.secretAgentPath) { [unowned self] in answerSecretAgentCall($0) }
         }
-        do {
-            owner = try bus.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
-                                 [.string(NetworkManagerAPI.busName)]).first?.string
-        } catch let error where error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
-            owner = nil
-        }
+        owner = try SystemBusFollowing.owner(of: NetworkManagerAPI.busName, on: bus)
     }
 
     /// Follows NetworkManager until `wakeUp` is woken; throws when the connection ends.
     /// `report` is what the daemon was told, before and after.
-    func follow(_ report: inout NetworkManagerReport, until wakeUp: WakeUpPipe) throws(BusError) {
+    func follow(_ report: inout ManagerReport, until wakeUp: WakeUpPipe) throws(BusError) {
         if owner == nil {
             events.yield(.note(.warn, "NetworkManager is not on the system bus; its devices are followed once it is"))
         } else {
@@ -141,22 +101,12 @@ private final class NetworkManagerConnection {
             try bus.dispatchPending()
             if needsLoading { load() }
             if owner == nil {
-                report.networkManagerLeft()
+                report.managerLeft()
             } else if objectsChanged || report.nextLook.map({ $0 <= .now }) == true {
                 objectsChanged = false
-                for event in report.events(toward: NetworkManagerView(objects, only: only)) { events.yield(event) }
+                for event in report.events(toward: ManagerView(objects, only: only)) { events.yield(event) }
             }
-            let request = try bus.waitRequest()
-            var timeout = request.timeoutMilliseconds
-            if let look = report.nextLook {
-                let untilLook = Int32(clamping: Int(((look - .now) / .milliseconds(1)).rounded(.up)))
-                timeout = timeout < 0 ? max(0, untilLook) : min(timeout, max(0, untilLook))
-            }
-            var descriptors = [request.descriptor]
-            switch wakeUp.wait(for: &descriptors, timeoutMilliseconds: timeout) {
-            case .woken, .failed: return
-            case .ready, .timedOut: continue
-            }
+            guard try SystemBusFollowing.wait(on: bus, until: report.nextLook, or: wakeUp) else { return }
         }
     }
 
@@ -186,16 +136,9 @@ private final class NetworkManagerConnection {
     }
 
     private func ownerChanged(_ message: BusMessage) {
-        guard let values = try? message.values(), values.count == 3, let newOwner = values[2].string else { return }
-        if newOwner.isEmpty {
-            owner = nil
-            objects.removeAll()
-            events.yield(.note(.warn, "NetworkManager left the system bus; its networks stay as they were until it is back"))
-        } else {
-            owner = newOwner
-            needsLoading = true
-            events.yield(.note(.info, "NetworkManager is on the system bus: reading its devices"))
-        }
+        guard let change = SystemBusFollowing.ownerChange(message, of: "NetworkManager", reading: "devices", events: events) else { return }
+        owner = change
+        if change == nil { objects.removeAll() } else { needsLoading = true }
     }
 
     /// Keeps the mirror current from one of NetworkManager's signals.

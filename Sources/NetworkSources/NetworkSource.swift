@@ -23,7 +23,8 @@ public enum NetworkSourceEvent: Sendable, Equatable {
 }
 
 /// Where the daemon learns which networks the device is on: a Linux interface
-/// (`InterfaceSource`), NetworkManager (`NetworkManagerSource`). A source watches on a
+/// (`InterfaceSource`), NetworkManager (`NetworkManagerSource`), ConnMan (`ConnManSource`),
+/// systemd-networkd (`NetworkdSource`), or whichever of them the device runs (`AutoSource`). A source watches on a
 /// thread of its own and reports through the stream `start` returns.
 public protocol NetworkSource: AnyObject, Sendable, CustomStringConvertible {
     /// Whether the source reports connectivity itself (`NetworkSourceEvent.connectivity`):
@@ -38,7 +39,17 @@ public protocol NetworkSource: AnyObject, Sendable, CustomStringConvertible {
     /// join those networks with; each call replaces the last.
     func supplyPasswords(_ passwords: [String: String])
 
+    /// The helpers are done with a joined network for now: its join, or the maintain a
+    /// captive verdict brought forward, ended authenticated or not. A source holding a request
+    /// of the platform's until then (ConnMan's RequestBrowser) answers it.
+    func helpersFinished(with ssid: String, authenticated: Bool)
+
     func stop()
+}
+
+extension NetworkSource {
+    /// Most platforms wait for nothing of the helpers'.
+    public func helpersFinished(with ssid: String, authenticated: Bool) {}
 }
 
 /// A `--source` of `hotspot-helper run`, parsed.
@@ -47,11 +58,36 @@ public enum NetworkSourceArgument: Sendable, Hashable, CustomStringConvertible {
     case interface(String, ssid: String)
     /// `networkmanager`, or `networkmanager:IFACE` for one device only.
     case networkManager(interface: String?)
+    /// `networkd`, or `networkd:IFACE` for one link only: systemd-networkd.
+    case networkd(interface: String?)
+    /// `connman`, or `connman:IFACE` for one interface only.
+    case connman(interface: String?)
+    /// `auto`: whichever manager runs on the device, else its interfaces that are up.
+    case auto
 
     public var description: String {
         switch self {
         case .interface(let interface, let ssid): "interface:\(interface):\(ssid)"
         case .networkManager(let interface): "networkmanager" + (interface.map { ":" + $0 } ?? "")
+        case .networkd(let interface): "networkd" + (interface.map { ":" + $0 } ?? "")
+        case .connman(let interface): "connman" + (interface.map { ":" + $0 } ?? "")
+        case .auto: "auto"
+        }
+    }
+
+    /// The interface a manager's source follows alone, nil for every one (or for no manager).
+    public var managedInterface: String? {
+        switch self {
+        case .networkManager(let interface), .networkd(let interface), .connman(let interface): interface
+        case .interface, .auto: nil
+        }
+    }
+
+    /// Whether both follow the same manager (whatever their interfaces).
+    public func sameManager(as other: NetworkSourceArgument) -> Bool {
+        switch (self, other) {
+        case (.networkManager, .networkManager), (.networkd, .networkd), (.connman, .connman), (.auto, .auto): true
+        default: false
         }
     }
 
@@ -59,11 +95,21 @@ public enum NetworkSourceArgument: Sendable, Hashable, CustomStringConvertible {
     public static func parse(_ text: String) throws(NetworkSourceError) -> NetworkSourceArgument {
         let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
         switch parts[0] {
-        case "networkmanager":
-            guard parts.count <= 2 else { throw NetworkSourceError("expected networkmanager or networkmanager:IFACE, such as networkmanager:wlan0") }
-            guard parts.count == 2 else { return .networkManager(interface: nil) }
-            guard !parts[1].isEmpty else { throw NetworkSourceError("networkmanager:IFACE needs the interface, such as networkmanager:wlan0") }
-            return .networkManager(interface: parts[1])
+        case "networkmanager", "networkd", "connman":
+            let example = parts[0] == "networkd" ? "eth0" : "wlan0"
+            guard parts.count <= 2 else { throw NetworkSourceError("expected \(parts[0]) or \(parts[0]):IFACE, such as \(parts[0]):\(example)") }
+            guard parts.count == 1 || !parts[1].isEmpty else {
+                throw NetworkSourceError("\(parts[0]):IFACE needs the interface, such as \(parts[0]):\(example)")
+            }
+            let interface = parts.count == 2 ? parts[1] : nil
+            switch parts[0] {
+            case "networkd": return .networkd(interface: interface)
+            case "connman": return .connman(interface: interface)
+            default: return .networkManager(interface: interface)
+            }
+        case "auto":
+            guard parts.count == 1 else { throw NetworkSourceError("auto takes no interface: it follows whatever manages the device's") }
+            return .auto
         case "interface":
             guard parts.count == 3 else { throw NetworkSourceError("expected interface:IFACE:SSID, such as interface:wlan0:Aroma-Guest") }
             guard !parts[1].isEmpty, if_nametoindex(parts[1]) != 0 else {
@@ -72,7 +118,8 @@ public enum NetworkSourceArgument: Sendable, Hashable, CustomStringConvertible {
             guard (1...32).contains(parts[2].utf8.count) else { throw NetworkSourceError("the SSID must be 1 to 32 bytes") }
             return .interface(parts[1], ssid: parts[2])
         default:
-            throw NetworkSourceError("expected interface:IFACE:SSID (such as interface:wlan0:Aroma-Guest), networkmanager or networkmanager:IFACE")
+            throw NetworkSourceError("expected interface:IFACE:SSID (such as interface:wlan0:Aroma-Guest), networkmanager[:IFACE], "
+                                     + "connman[:IFACE], networkd[:IFACE] or auto")
         }
     }
 }

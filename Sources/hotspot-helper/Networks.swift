@@ -53,7 +53,8 @@ struct Networks: AsyncParsableCommand {
         switch (scanList, source) {
         case (nil, nil): throw ValidationError("give --scan-list FILE or --source networkmanager")
         case (.some, .some): throw ValidationError("give --scan-list or --source, not both")
-        case (nil, .interface?): throw ValidationError("--source: only networkmanager (or networkmanager:IFACE) lists networks in range")
+        case (nil, let source?) where !source.sameManager(as: .networkManager(interface: nil)):
+            throw ValidationError("--source: only networkmanager (or networkmanager:IFACE) lists networks in range")
         default: break
         }
     }

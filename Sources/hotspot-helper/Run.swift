@@ -29,6 +29,27 @@ struct Run: AsyncParsableCommand {
             when it asks for that network's (the daemon is its secret agent). \
             networkmanager:IFACE follows one device only.
 
+            --source networkd follows systemd-networkd on the system bus: a link it makes \
+            routable is joined (a Wi-Fi link by its SSID, any other by its .network file's \
+            name), with its name servers and the captive portal URI networkd records (systemd \
+            254 and later; else option 114 from its lease file); a link that loses its carrier \
+            is left. networkd checks no connectivity: the daemon probes (--probe-interval). \
+            networkd:IFACE follows one link only.
+
+            --source connman follows ConnMan on the system bus: a service it makes ready or \
+            online is joined (a Wi-Fi service by its SSID, ethernet as "Wired"), with its \
+            interface and name servers; one that goes idle or fails is left. Ready is not \
+            online (Debian 12's ConnMan never goes online behind a portal): the daemon probes. \
+            The daemon is ConnMan's agent: a passphrase request gets a helper's password for \
+            that SSID, and ConnMan's RequestBrowser (a portal) is answered once the helpers \
+            logged in. Helpers see its Wi-Fi services in filter_scan_list. connman:IFACE \
+            follows one interface only.
+
+            --source auto follows NetworkManager, else ConnMan, else systemd-networkd, \
+            whichever has its name on the system bus first as the daemon starts; with none, \
+            every interface that is up, each as a network of its name. Its first event says \
+            what it chose and why.
+
             Scripts are read again on SIGHUP, and whenever one changes with --watch; a script \
             that no longer loads keeps its last good version running. SIGTERM and SIGINT stop \
             the daemon cleanly: what it must remember (chosen helpers, exclusions, switched-off \
@@ -49,6 +70,7 @@ struct Run: AsyncParsableCommand {
               hotspot-helper run --scripts /etc/hotspot-helper/scripts \\
                 --source interface:wlan0:Aroma-Guest --secrets /etc/hotspot-helper/secrets --watch
               hotspot-helper run --scripts /etc/hotspot-helper/scripts --source networkmanager
+              hotspot-helper run --scripts /etc/hotspot-helper/scripts --source networkd:eth0
 
             Exit status: 0 after SIGTERM or SIGINT, 2 for usage errors, no loadable script, an \
             unusable state directory, or another daemon on the same state directory.
@@ -58,8 +80,8 @@ struct Run: AsyncParsableCommand {
     var scripts: String
 
     @Option(name: .customLong("source"),
-            help: ArgumentHelp("Where networks come from: an interface treated as a joined Wi-Fi network, or NetworkManager; repeatable.",
-                               valueName: "interface:IFACE:SSID|networkmanager[:IFACE]"),
+            help: ArgumentHelp("Where networks come from: an interface treated as a joined Wi-Fi network, NetworkManager, ConnMan, systemd-networkd, or auto (whichever runs); repeatable.",
+                               valueName: "interface:IFACE:SSID|networkmanager[:IFACE]|connman[:IFACE]|networkd[:IFACE]|auto"),
             transform: { text in
                 do throws(NetworkSourceError) { return try NetworkSourceArgument.parse(text) } catch { throw ValidationError(error.description) }
             })
@@ -126,13 +148,16 @@ struct Run: AsyncParsableCommand {
             case .interface(let interface, let ssid):
                 guard ssids.insert(ssid).inserted else { throw ValidationError("--source: the SSID \(ssid) is given twice") }
                 guard interfaces.insert(interface).inserted else { throw ValidationError("--source: the interface \(interface) is given twice") }
-            case .networkManager(let interface):
-                guard sources.filter({ if case .networkManager = $0 { true } else { false } }).count == 1 || interface != nil else {
-                    throw ValidationError("--source networkmanager follows every device already; give it alone, or networkmanager:IFACE for each")
+            case .networkManager, .networkd, .connman:
+                let interface = source.managedInterface
+                guard sources.filter({ $0.sameManager(as: source) }).count == 1 || interface != nil else {
+                    throw ValidationError("--source \(source) follows every device already; give it alone, or \(source):IFACE for each")
                 }
                 if let interface, !interfaces.insert(interface).inserted {
                     throw ValidationError("--source: the interface \(interface) is given twice")
                 }
+            case .auto:
+                guard sources.count == 1 else { throw ValidationError("--source auto chooses what to follow itself; give it alone") }
             }
         }
     }

@@ -48,19 +48,31 @@ final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, tor
         let profile = "\(directory)/connections/aroma.nmconnection"
         try recipe.profile(named: "Aroma-Guest").write(toFile: profile, atomically: true, encoding: .utf8)
         chmod(profile, 0o600)
+        services = try Self.startVenue(recipe, portalScenario: portalScenario)
+    }
+
+    /// The namespaces with the veth pair between them, then in the venue's the portal
+    /// simulator (first: a connectivity check that finds nothing listening says LIMITED) and
+    /// dnsmasq, with option 114; the namespaces are removed again if that fails.
+    static func startVenue(_ recipe: NetworkManagerRecipe, portalScenario: String) throws -> [BackgroundProcess] {
         try recipe.dnsmasqConfiguration(leaseTime: "2m", captivePortalAPI: "https://portal.example.test/api/captive")
-            .write(toFile: "\(directory)/dnsmasq.conf", atomically: true, encoding: .utf8)
+            .write(toFile: "\(recipe.directory)/dnsmasq.conf", atomically: true, encoding: .utf8)
         guard try shellStatus(recipe.namespacesScript) == 0 else {
-            removeNamespaces()
+            _ = try? shellStatus(recipe.removalScript)
             throw CocoaError(.featureUnsupported, userInfo: [NSLocalizedDescriptionKey: "cannot make the namespaces"])
         }
-        // The portal first: a connectivity check that finds nothing listening says LIMITED.
-        let portal = try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", venue, CLI.path, "simulate", "--scenario", portalScenario,
-                                                            "--host", "198.18.0.1", "--port", "80"])
-        services.append(portal)
-        try Self.wait("the portal simulator listens") { portal.output.contains("http://198.18.0.1:80/") }
-        services.append(try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", venue, "/usr/sbin/dnsmasq", "--keep-in-foreground",
-                                                               "--conf-file=\(directory)/dnsmasq.conf", "--pid-file=\(directory)/dnsmasq.pid"]))
+        do {
+            let portal = try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", recipe.venue, CLI.path, "simulate", "--scenario", portalScenario,
+                                                                "--host", "198.18.0.1", "--port", "80"])
+            try wait("the portal simulator listens") { portal.output.contains("http://198.18.0.1:80/") }
+            let dnsmasq = try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", recipe.venue, "/usr/sbin/dnsmasq", "--keep-in-foreground",
+                                                                 "--conf-file=\(recipe.directory)/dnsmasq.conf",
+                                                                 "--pid-file=\(recipe.directory)/dnsmasq.pid"])
+            return [portal, dnsmasq]
+        } catch {
+            _ = try? shellStatus(recipe.removalScript)
+            throw error
+        }
     }
 
     /// Starts NetworkManager in the client namespace (see `NetworkManagerRecipe.networkManagerScript`).
@@ -86,7 +98,7 @@ final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, tor
                         "--source", "networkmanager"] + arguments, executable: "/usr/bin/env")
     }
 
-    private static func wait(_ what: String, _ condition: () -> Bool) throws {
+    static func wait(_ what: String, _ condition: () -> Bool) throws {
         let end = ContinuousClock.now + .seconds(20)
         while !condition() {
             guard ContinuousClock.now < end else { throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "gave up waiting: \(what)"]) }

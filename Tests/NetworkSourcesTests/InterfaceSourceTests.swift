@@ -67,12 +67,18 @@ struct InterfaceSourceTests {
         #expect(try NetworkSourceArgument.parse("interface:lo:Cafe") == .interface("lo", ssid: "Cafe"))
         #expect(try NetworkSourceArgument.parse("networkmanager") == .networkManager(interface: nil))
         #expect(try NetworkSourceArgument.parse("networkmanager:wlan0") == .networkManager(interface: "wlan0"))
+        #expect(try NetworkSourceArgument.parse("networkd") == .networkd(interface: nil))
+        #expect(try NetworkSourceArgument.parse("networkd:eth0") == .networkd(interface: "eth0"))
+        #expect(try NetworkSourceArgument.parse("connman:eth0") == .connman(interface: "eth0"))
+        #expect(try NetworkSourceArgument.parse("auto") == .auto)
         let mistakes = [
             "interface:lo": "expected interface:IFACE:SSID, such as interface:wlan0:Aroma-Guest",
             "interface:nosuch0:Cafe": "no network interface called \"nosuch0\" (see `ip link`)",
             "interface:lo:" + String(repeating: "x", count: 33): "the SSID must be 1 to 32 bytes",
             "networkmanager:": "networkmanager:IFACE needs the interface, such as networkmanager:wlan0",
-            "wifi": "expected interface:IFACE:SSID (such as interface:wlan0:Aroma-Guest), networkmanager or networkmanager:IFACE",
+            "networkd:eth0:x": "expected networkd or networkd:IFACE, such as networkd:eth0",
+            "auto:eth0": "auto takes no interface: it follows whatever manages the device's",
+            "wifi": "expected interface:IFACE:SSID (such as interface:wlan0:Aroma-Guest), networkmanager[:IFACE], connman[:IFACE], networkd[:IFACE] or auto",
         ]
         for (text, message) in mistakes {
             #expect(throws: NetworkSourceError.self) { try NetworkSourceArgument.parse(text) }

@@ -8,8 +8,8 @@ import Testing
 @Suite("NetworkManager's objects")
 struct NetworkManagerModelTests {
     /// What `report` tells the daemon next (a mutating call, which `#expect` cannot make itself).
-    static func next(_ report: inout NetworkManagerReport, _ objects: NetworkManagerObjects) -> [NetworkSourceEvent] {
-        report.events(toward: NetworkManagerView(objects))
+    static func next(_ report: inout ManagerReport, _ objects: NetworkManagerObjects) -> [NetworkSourceEvent] {
+        report.events(toward: ManagerView(objects))
     }
 
     /// `a{sa{sv}}`: interfaces and their properties.
@@ -68,12 +68,12 @@ struct NetworkManagerModelTests {
         resolvers: ["198.18.0.53"], captivePortalAPI: "https://api.cafe.example/capport", captivePortalAPIIsFromLink: true)
 
     @Test func aWiFiDeviceIsOnItsAccessPointsNetworkAndListsTheOthers() {
-        let view = NetworkManagerView(Self.wifi())
+        let view = ManagerView(Self.wifi())
         #expect(view.devices == ["wlan0": .activated(Self.cafeNetwork, .captive)])
         #expect(view.scanList.map(\.ssid) == ["Cafe-Guest", "Open-Net"])
         #expect(view.scanList.last == NetworkDescription(ssid: "Open-Net", bssid: "02:00:00:00:00:02", signalStrength: 0.4, interface: "wlan0"))
         #expect(view.problems.isEmpty)
-        #expect(NetworkManagerView(Self.wifi(), only: "wlan1").devices.isEmpty, "another device only")
+        #expect(ManagerView(Self.wifi(), only: "wlan1").devices.isEmpty, "another device only")
     }
 
     @Test func anyOtherDeviceIsOnItsConnectionsNameWithTheManagersConnectivity() {
@@ -85,21 +85,40 @@ struct NetworkManagerModelTests {
         objects.add(Self.active, interfaces: Self.interfaces([NetworkManagerAPI.activeConnection: [
             "Id": .string("Hotel Lobby"), "SpecificObject": .objectPath("/"),
         ]]))
-        #expect(NetworkManagerView(objects).devices == ["eth0": .activated(NetworkDescription(ssid: "Hotel Lobby", interface: "eth0"), .connected)])
+        #expect(ManagerView(objects).devices == ["eth0": .activated(NetworkDescription(ssid: "Hotel Lobby", interface: "eth0"), .connected)])
+    }
+
+    /// NetworkManager 1.42 lists the loopback device and activates it as the connection "lo":
+    /// no helper should ever evaluate it.
+    @Test func theLoopbackDeviceIsNoNetwork() {
+        var objects = NetworkManagerObjects()
+        objects.add(NetworkManagerAPI.managerPath, interfaces: Self.interfaces([NetworkManagerAPI.manager: ["Connectivity": .uint32(4)]]))
+        for (path, name, type, loopbackInterface) in [(Self.device, "lo", UInt32(32), true), ("/org/freedesktop/NetworkManager/Devices/9", "lo2", 32, false)] {
+            var interfaces: [String: [String: BusValue]] = [NetworkManagerAPI.device: [
+                "Interface": .string(name), "IpInterface": .string(name), "DeviceType": .uint32(type), "State": .uint32(100),
+                "ActiveConnection": .objectPath(Self.active),
+            ]]
+            if loopbackInterface { interfaces[NetworkManagerAPI.loopback] = [:] }
+            objects.add(path, interfaces: Self.interfaces(interfaces))
+        }
+        objects.add(Self.active, interfaces: Self.interfaces([NetworkManagerAPI.activeConnection: ["Id": .string("lo")]]))
+        #expect(ManagerView(objects).devices.isEmpty, "by its interface and by its type alike")
+        var report = ManagerReport(manager: "NetworkManager")
+        #expect(Self.next(&report, objects) == [.scanList([])])
     }
 
     @Test func theDaemonIsToldOfJoinsLeavesChangesConnectivityAndTheScanList() {
-        var report = NetworkManagerReport()
+        var report = ManagerReport(manager: "NetworkManager")
         var objects = Self.wifi()
         #expect(Self.next(&report, objects) == [
             .joined(Self.cafeNetwork, reason: "NetworkManager has wlan0 on Cafe-Guest"),
             .connectivity(ssid: "Cafe-Guest", .captive),
-            .scanList(NetworkManagerView(objects).scanList),
+            .scanList(ManagerView(objects).scanList),
         ], "what is activated when the source starts is the operator's join (did_auto_join false)")
         #expect(Self.next(&report, objects).isEmpty, "nothing new")
 
         objects.change(Self.cafe, interface: NetworkManagerAPI.accessPoint, .dictionary([("Strength", .variant(.byte(60)))], valueSignature: "v"))
-        let weaker = report.events(toward: NetworkManagerView(objects))
+        let weaker = report.events(toward: ManagerView(objects))
         #expect(weaker.count == 1, "a strength is no change of the joined network: \(weaker)")
         guard case .scanList(let list)? = weaker.first else { Issue.record("no scan list in \(weaker)"); return }
         #expect(list.first?.signalStrength == 0.6)
@@ -131,23 +150,23 @@ struct NetworkManagerModelTests {
     }
 
     @Test func aDeviceGoneIsLeftOnlyIfNetworkManagerStaysAndNotWhileItStarts() {
-        var report = NetworkManagerReport()
+        var report = ManagerReport(manager: "NetworkManager")
         let start = ContinuousClock.now
-        _ = report.events(toward: NetworkManagerView(Self.wifi()), at: start)
+        _ = report.events(toward: ManagerView(Self.wifi()), at: start)
         var gone = Self.wifi()
         gone.removeObject(Self.device)
-        let justGone = report.events(toward: NetworkManagerView(gone), at: start)
+        let justGone = report.events(toward: ManagerView(gone), at: start)
         #expect(justGone == [.scanList([])], "NetworkManager drops its devices as it stops: no leave yet")
-        #expect(report.nextLook == start + NetworkManagerReport.missingDeviceGrace)
-        report.networkManagerLeft()
+        #expect(report.nextLook == start + ManagerReport.missingDeviceGrace)
+        report.managerLeft()
         #expect(report.nextLook == nil, "it stopped: the device is on its network still")
 
-        _ = report.events(toward: NetworkManagerView(gone), at: start)
-        let events = report.events(toward: NetworkManagerView(gone), at: start + .seconds(3))
+        _ = report.events(toward: ManagerView(gone), at: start)
+        let events = report.events(toward: ManagerView(gone), at: start + .seconds(3))
         #expect(events.first == .left(Self.cafeNetwork, reason: "wlan0 is no longer among NetworkManager's devices"))
 
-        var starting = NetworkManagerReport()
-        _ = starting.events(toward: NetworkManagerView(Self.wifi()))
+        var starting = ManagerReport(manager: "NetworkManager")
+        _ = starting.events(toward: ManagerView(Self.wifi()))
         var restarted = Self.wifi(state: 30)
         restarted.change(NetworkManagerAPI.managerPath, interface: NetworkManagerAPI.manager,
                          .dictionary([("Startup", .variant(.boolean(true)))], valueSignature: "v"))
@@ -162,7 +181,7 @@ struct NetworkManagerModelTests {
         ], valueSignature: "v"))
         objects.change(Self.open, interface: NetworkManagerAPI.accessPoint, .dictionary([("Ssid", .variant(.string("Open-Net")))], valueSignature: "v"))
         objects.change(Self.active, interface: NetworkManagerAPI.activeConnection, .dictionary([("SpecificObject", .variant(.int32(1)))], valueSignature: "v"))
-        let view = NetworkManagerView(objects)
+        let view = ManagerView(objects)
         #expect(view.problems.contains("NetworkManager's \(Self.cafe) has a Strength that is a string, not an unsigned integer; it is left out"))
         #expect(view.problems.contains("NetworkManager's \(Self.open) has a Ssid that is a string, not an array of bytes; it is left out"))
         #expect(view.scanList.map(\.ssid) == ["Cafe-Guest"], "an access point without an SSID is not listed")
@@ -171,11 +190,11 @@ struct NetworkManagerModelTests {
         #expect(network.ssid == "Cafe profile", "no usable access point: the connection's name")
 
         objects.change(Self.device, interface: NetworkManagerAPI.device, .dictionary([("State", .variant(.string("activated")))], valueSignature: "v"))
-        #expect(NetworkManagerView(objects).devices["wlan0"] == .inactive)
+        #expect(ManagerView(objects).devices["wlan0"] == .inactive)
 
-        var report = NetworkManagerReport()
-        let notes = report.events(toward: NetworkManagerView(objects)).filter { if case .note(.warn, _) = $0 { true } else { false } }
-        #expect(notes.count == NetworkManagerView(objects).problems.count)
+        var report = ManagerReport(manager: "NetworkManager")
+        let notes = report.events(toward: ManagerView(objects)).filter { if case .note(.warn, _) = $0 { true } else { false } }
+        #expect(notes.count == ManagerView(objects).problems.count)
         #expect(!Self.next(&report, objects).contains { if case .note = $0 { true } else { false } },
                 "a problem is told once")
 
@@ -186,15 +205,15 @@ struct NetworkManagerModelTests {
     }
 
     @Test func anSSIDThatIsNotPlainTextIsWrittenWithEscapes() {
-        #expect(NetworkManagerView.ssidText(Array("Café".utf8)) == ("Café", false))
-        #expect(NetworkManagerView.ssidText([0x41, 0x00, 0x42]) == ("A\\x00B", true))
-        #expect(NetworkManagerView.ssidText([0x43, 0x61, 0x66, 0xc3, 0xa9, 0xff]) == ("Café\\xff", true))
-        #expect(NetworkManagerView.ssidText([0x5c, 0xfe]) == ("\\\\\\xfe", true), "a backslash is doubled, so no escape is ambiguous")
-        #expect(NetworkManagerView.ssidText([0x5c]) == ("\\", false))
+        #expect(ManagerView.ssidText(Array("Café".utf8)) == ("Café", false))
+        #expect(ManagerView.ssidText([0x41, 0x00, 0x42]) == ("A\\x00B", true))
+        #expect(ManagerView.ssidText([0x43, 0x61, 0x66, 0xc3, 0xa9, 0xff]) == ("Café\\xff", true))
+        #expect(ManagerView.ssidText([0x5c, 0xfe]) == ("\\\\\\xfe", true), "a backslash is doubled, so no escape is ambiguous")
+        #expect(ManagerView.ssidText([0x5c]) == ("\\", false))
 
         var objects = Self.wifi()
         objects.change(Self.cafe, interface: NetworkManagerAPI.accessPoint, .dictionary([("Ssid", .variant(Self.bytes([0x43, 0x00, 0xff])))], valueSignature: "v"))
-        let view = NetworkManagerView(objects)
+        let view = ManagerView(objects)
         #expect(view.scanList.first?.ssid == "C\\x00\\xff")
         #expect(view.problems == ["the SSID of NetworkManager's \(Self.cafe) is not plain UTF-8 text; helpers see it written C\\x00\\xff"])
     }

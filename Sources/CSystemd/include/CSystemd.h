@@ -40,6 +40,7 @@ const char *hh_systemd_load(void);
                                             const char *path, const char *interface, const char *member),           \
       (bus, m, destination, path, interface, member))                                                               \
     F(int, sd_bus_message_new_method_return, (sd_bus_message *call, sd_bus_message **m), (call, m))                 \
+    F(sd_bus_message *, sd_bus_message_ref, (sd_bus_message *m), (m))                                               \
     F(sd_bus_message *, sd_bus_message_unref, (sd_bus_message *m), (m))                                             \
     F(const char *, sd_bus_message_get_member, (sd_bus_message *m), (m))                                            \
     F(const char *, sd_bus_message_get_interface, (sd_bus_message *m), (m))                                         \

@@ -1,0 +1,117 @@
+import HotspotCore
+
+/// What a network manager (NetworkManager, systemd-networkd) says of the devices a source
+/// follows, in the daemon's terms: each device's network, the networks in range.
+struct ManagerView: Equatable {
+    enum Device: Equatable {
+        /// Activated on a network; the manager's connectivity verdict, when it has one.
+        case activated(NetworkDescription, ConnectivityState?)
+        /// On its way to activated: no reason to leave a network it was on.
+        case activating
+        case inactive
+    }
+
+    /// By interface name, which survives a restart of the manager (object paths do not).
+    var devices: [String: Device] = [:]
+    /// The access points of the Wi-Fi devices.
+    var scanList: [NetworkDescription] = []
+    /// When each Wi-Fi device last scanned, so a new scan finding the same networks counts.
+    var lastScans: [Int64] = []
+    /// The manager is still activating what it activates as it starts: a device not activated
+    /// yet may still be.
+    var isStarting = false
+    /// Values of a type or content that could not be used, in words.
+    var problems: [String] = []
+
+    init() {}
+}
+
+/// What a manager's source has told the daemon, kept across connections to the bus, so
+/// that after the manager or the bus comes back only what changed meanwhile is reported.
+struct ManagerReport {
+    /// The manager's name, as the reasons name it: "NetworkManager", "systemd-networkd".
+    let manager: String
+
+    init(manager: String) { self.manager = manager }
+    private struct Joined {
+        var network: NetworkDescription
+        var connectivity: ConnectivityState?
+    }
+
+    private var joined: [String: Joined] = [:]
+    /// Devices of joined networks that the manager no longer lists, and since when.
+    private var missingSince: [String: ContinuousClock.Instant] = [:]
+    private var scanList: [NetworkDescription] = []
+    private var lastScans: [Int64] = []
+    private var problems: Set<String> = []
+    private var hasSynchronised = false
+
+    /// How long a joined network's device may be missing before the network is left:
+    /// NetworkManager, stopping, drops its devices a moment before it leaves the bus, and
+    /// stopping a manager leaves the device on its network.
+    static let missingDeviceGrace: Duration = .seconds(2)
+
+    /// When the grace of a missing device ends, for the caller to look again then.
+    var nextLook: ContinuousClock.Instant? {
+        missingSince.values.min().map { $0 + Self.missingDeviceGrace }
+    }
+
+    /// The manager left the bus: its devices are not missing, only unseen until it is back.
+    mutating func managerLeft() {
+        missingSince = [:]
+    }
+
+    /// The events that bring the daemon from what it was told to `view`.
+    mutating func events(toward view: ManagerView, at now: ContinuousClock.Instant = .now) -> [NetworkSourceEvent] {
+        var events = view.problems.filter { !problems.contains($0) }.map { NetworkSourceEvent.note(.warn, $0) }
+        problems = Set(view.problems)
+        // Leaves first, so a network that moved between interfaces is left, then joined.
+        for (interface, was) in joined.sorted(by: { $0.key < $1.key }) {
+            let reason: String
+            switch view.devices[interface] {
+            case .activated(let network, _)?:
+                guard network.ssid != was.network.ssid else { continue }
+                reason = "\(manager) moved \(interface) from \(was.network.ssid) to \(network.ssid)"
+            case .activating?:
+                continue
+            case .inactive?:
+                if view.isStarting { continue }
+                reason = "\(manager) deactivated \(interface)"
+            case nil:
+                let since = missingSince[interface, default: now]
+                missingSince[interface] = since
+                if view.isStarting || now < since + Self.missingDeviceGrace { continue }
+                reason = "\(interface) is no longer among \(manager)'s devices"
+            }
+            missingSince[interface] = nil
+            joined[interface] = nil
+            events.append(.left(was.network, reason: reason))
+        }
+        for (interface, device) in view.devices.sorted(by: { $0.key < $1.key }) {
+            missingSince[interface] = nil
+            guard case .activated(var network, let connectivity) = device else { continue }
+            if let was = joined[interface] {
+                network.didAutoJoin = was.network.didAutoJoin
+                var unchanged = network
+                unchanged.signalStrength = was.network.signalStrength  // a strength of its own is no change
+                if unchanged != was.network { events.append(.changed(network)) }
+            } else {
+                // What is activated when the source first looks is the operator's join.
+                network.didAutoJoin = hasSynchronised
+                events.append(.joined(network, reason: "\(manager) has \(interface) on \(network.ssid)"))
+            }
+            if let connectivity, connectivity != joined[interface]?.connectivity {
+                events.append(.connectivity(ssid: network.ssid, connectivity))
+            }
+            joined[interface] = Joined(network: network, connectivity: connectivity)
+        }
+        // The first look lists what is in range even when nothing is, so a reader knows.
+        if !hasSynchronised || view.scanList != scanList || (!view.scanList.isEmpty && view.lastScans != lastScans) {
+            events.append(.scanList(view.scanList))
+        }
+        (scanList, lastScans) = (view.scanList, view.lastScans)
+        hasSynchronised = true
+        return events
+    }
+}
+
