@@ -28,3 +28,61 @@ extension String {
         return String(self[..<kept]) + mark
     }
 }
+
+extension String {
+    /// An SSID's bytes as text: as they are when they are UTF-8 without control characters;
+    /// otherwise every byte that is not printable text written `\xHH` (and `\` as `\\`), so
+    /// that two SSIDs stay two (decoding would make every invalid byte U+FFFD). `escaped`
+    /// says which. SSIDs are bytes: no Unicode normalization, so NFC and NFD names differ.
+    package static func ssid(_ bytes: [UInt8]) -> (text: String, escaped: Bool) {
+        if let text = String(validating: bytes, as: UTF8.self), !text.unicodeScalars.contains(where: \.isControl) {
+            return (text, false)
+        }
+        return (escaping(bytes, backslash: true), true)
+    }
+
+    /// The text with every control character (C0, DEL, C1: escape sequences, carriage
+    /// returns, newlines, NULs) written `\xHH`, for a terminal, a table or a log line. Every
+    /// text output applies it to what came from outside (portals' URLs and pages, SSIDs,
+    /// scripts' messages): a portal's `Location` header could otherwise retitle or clear the
+    /// operator's terminal, and an SSID with a newline forge a table's line.
+    package func escapingControlCharacters() -> String {
+        guard unicodeScalars.contains(where: \.isControl) else { return self }
+        return Self.escaping(Array(utf8), backslash: false)
+    }
+
+    private static func escaping(_ bytes: [UInt8], backslash: Bool) -> String {
+        var text = ""
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        var position = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded):
+                let scalar = Unicode.UTF8.decode(encoded)
+                if backslash, scalar == "\\" {
+                    text += "\\\\"
+                } else if scalar.isControl {
+                    text += encoded.map(hex).joined()
+                } else {
+                    text.unicodeScalars.append(scalar)
+                }
+                position += encoded.count
+            case .error(let length):
+                text += bytes[position..<(position + length)].map(hex).joined()
+                position += length
+            case .emptyInput:
+                return text
+            }
+        }
+    }
+
+    private static func hex(_ byte: UInt8) -> String {
+        let digits = Array("0123456789abcdef")
+        return "\\x" + String([digits[Int(byte >> 4)], digits[Int(byte & 0xf)]])
+    }
+}
+
+private extension Unicode.Scalar {
+    var isControl: Bool { properties.generalCategory == .control }
+}
