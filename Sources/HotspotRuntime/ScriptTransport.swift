@@ -153,6 +153,8 @@ public final class ScriptTransport: HelperTransport {
         }
         var (response, store) = Self.interpret(outcome)
         if response.result == .uiRequired, response.questions == nil { response.questions = helper.questions }
+        // Shown by `status` and the person's page, which events' redaction does not reach.
+        response.questions = response.questions.map(configuration.secrets.redact)
         if let store, let network {
             do {
                 try stateDirectory.setStore(store, helper: helper.id, ssid: network.ssid)
