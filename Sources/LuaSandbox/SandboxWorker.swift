@@ -34,6 +34,8 @@ public enum SandboxWorker {
         // Die with the supervisor, whatever kills it; and check it did not die already.
         _ = sbx_die_with_parent()
         guard getppid() == parent else { exit(0) }
+        // Before any credential reaches it: a crash must not write the venue's password to disk.
+        _ = sbx_forbid_core_dumps()
         signal(SIGPIPE, SIG_IGN)
         let worker = Worker(modules: modules)
         if let started {

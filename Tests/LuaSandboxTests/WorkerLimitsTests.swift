@@ -25,6 +25,19 @@ import TestSupport
             defaultDeadline: .seconds(30), killGrace: .milliseconds(200), cancelGrace: cancelGrace))
     }
 
+    /// A worker holds venue passwords: a crash once wrote them into a core file wherever
+    /// cores were enabled. Its core size limit is 0, the hard one too (which a test process
+    /// leaves above 0), so nothing in it can raise the soft one again.
+    @Test func aWorkerWritesNoCoreFile() async throws {
+        let engine = try Self.engine()
+        defer { engine.shutdown() }
+        // Loaded, so the worker has set itself up before its limits are read.
+        _ = try await engine.load(ScriptSource(path: "work.lua", text: Self.working))
+        let limits = try String(contentsOfFile: "/proc/\(engine.workerProcessIDs[0])/limits", encoding: .utf8)
+        let core = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
+        #expect(core.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"], "\(core)")
+    }
+
     @Test func aCPULimitStopsALuaLoopThatHasNoDeadline() async throws {
         let engine = try Self.engine()
         let script = try await engine.load(ScriptSource(path: "spin.lua", text: """

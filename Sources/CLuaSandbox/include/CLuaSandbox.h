@@ -213,6 +213,11 @@ int64_t sbx_cpu_clock_ns(clockid_t clock);
 /// so Swift cannot call it). Returns 0 on success.
 int sbx_die_with_parent(void);
 
+/// A worker holds venue credentials: no core file of it (RLIMIT_CORE 0, hard limit too, so
+/// a script's library cannot raise it), and not dumpable (no core through a core_pattern
+/// pipe, no ptrace or /proc/PID/mem by other processes of its user). Returns 0 on success.
+int sbx_forbid_core_dumps(void);
+
 /// The cores this process may run on: its affinity mask (CPU_COUNT is a macro).
 int sbx_available_cores(void);
 
