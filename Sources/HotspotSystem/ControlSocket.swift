@@ -157,15 +157,19 @@ public final class ControlServer: Sendable {
     }
 
     public let path: String
+    /// Why the control group's members cannot reach the socket, when they cannot.
+    public let groupReachProblem: String?
     private let loop: ConnectionLoop
 
     /// Listens at `path`: mode 0600, or 0660 with the socket in `group` when one is given,
-    /// whose members may then control the daemon too (a person's `hotspot-helper web`); the
-    /// socket's directory then joins the group with search permission only (g+x), so its
-    /// members reach the socket without listing or reading anything else there. A socket
-    /// file left by a daemon that died is replaced; one that still answers means another
-    /// daemon uses this state directory.
-    public init(path: String, group: UInt32? = nil, limits: Limits = Limits(),
+    /// whose members may then control the daemon too (a person's `hotspot-helper web`). When
+    /// the daemon made the socket's directory (`madeDirectory`), the directory joins the group
+    /// with search permission only (g+x), so its members reach the socket without listing or
+    /// reading anything else there; a directory it did not make (`/run`, a private one) is left
+    /// as it is, and `groupReachProblem` says when the group cannot reach the socket through
+    /// it. A socket file left by a daemon that died is replaced; one that still answers means
+    /// another daemon uses this state directory.
+    public init(path: String, group: UInt32? = nil, madeDirectory: Bool = false, limits: Limits = Limits(),
                 handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws(ControlSocketError) {
         var address = try Self.address(path)
         if FileManager.default.fileExists(atPath: path) {
@@ -180,12 +184,14 @@ public final class ControlServer: Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard bound == 0, group.map({ chown(path, geteuid(), $0) }) ?? 0 == 0, chmod(path, group == nil ? 0o600 : 0o660) == 0,
-              group.map({ Self.letGroupReach(directoryOf: path, group: $0) }) ?? true, listen(listener, 16) == 0 else {
+              !madeDirectory || group.map({ Self.letGroupReach(directoryOf: path, group: $0) }) ?? true,
+              listen(listener, 16) == 0 else {
             let reason = Self.lastError
             close(listener)
             throw ControlSocketError("cannot listen on \(path): \(reason)")
         }
         self.path = path
+        groupReachProblem = group.flatMap { Self.reachProblem(directoryOf: path, group: $0) }
         let loop = ConnectionLoop(listener: listener, limits: limits, admits: { Self.peerIsAdmitted($0, group: group) },
                                   handler: handler)
         self.loop = loop
@@ -231,10 +237,27 @@ public final class ControlServer: Sendable {
 
     /// Puts the directory of `path` in `group` and adds search permission for it.
     private static func letGroupReach(directoryOf path: String, group: UInt32) -> Bool {
-        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        let directory = directory(of: path)
         var status = stat()
-        guard stat(directory.isEmpty ? "/" : directory, &status) == 0 else { return false }
+        guard stat(directory, &status) == 0 else { return false }
         return chown(directory, status.st_uid, group) == 0 && chmod(directory, (status.st_mode & 0o7777) | 0o010) == 0
+    }
+
+    /// What keeps `group` from searching the directory of `path`, if anything does.
+    private static func reachProblem(directoryOf path: String, group: UInt32) -> String? {
+        let directory = directory(of: path)
+        var status = stat()
+        guard stat(directory, &status) == 0 else { return nil }
+        let searchable = status.st_mode & 0o001 != 0 || (status.st_gid == group && status.st_mode & 0o010 != 0)
+        guard !searchable else { return nil }
+        return "the control group cannot reach the control socket: \(directory) is not the daemon's to change, and lets "
+            + "neither the group nor others search it; give the group search permission there (chgrp and chmod g+x), "
+            + "or put the socket in a directory that does (--control-socket)"
+    }
+
+    private static func directory(of path: String) -> String {
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        return directory.isEmpty ? "/" : directory
     }
 
     /// SO_PEERGROUPS of <asm-generic/socket.h>, which Glibc's module leaves out.

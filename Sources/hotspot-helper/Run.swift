@@ -157,6 +157,9 @@ struct Run: AsyncParsableCommand {
         var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
         configuration.verifyAuthentication = !keeping.probes.isEmpty
+        // The one directory the control group's search permission may be added to: the state
+        // directory this daemon makes now (`/run`, or a private directory, stays as it is).
+        let madeStateDirectory = !FileManager.default.fileExists(atPath: stateDirectory)
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let engine = try LoadedHelpers.engine(workers: runtimeOptions.workers, output: output)
         defer { engine.shutdown() }
@@ -194,7 +197,9 @@ struct Run: AsyncParsableCommand {
         let metricsResponder: MetricsResponder?
         do {
             control = try ControlServer(path: controlSocket ?? stateDirectory + "/" + ControlServer.fileName,
-                                        group: controlGroup.flatMap(ControlServer.groupID(named:))) { await daemon.handle($0) }
+                                        group: controlGroup.flatMap(ControlServer.groupID(named:)),
+                                        madeDirectory: controlSocket == nil && madeStateDirectory) { await daemon.handle($0) }
+            if let problem = control.groupReachProblem { emit(.log(.warn, problem)) }
             metricsResponder = try serve(metrics, of: daemon, engine: engine)
         } catch {
             output.fail("\(error)")
