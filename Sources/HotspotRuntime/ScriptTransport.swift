@@ -159,7 +159,10 @@ public final class ScriptTransport: HelperTransport {
             do {
                 try stateDirectory.setStore(store, helper: helper.id, ssid: network.ssid)
             } catch {
-                return .failure("cmd.store could not be saved: \(error)")
+                // The device's storage, not the helper: its answer (and the portal's real
+                // session) stands, and the store is kept in memory and written later.
+                emit(.log(.error, "cmd.store could not be saved: \(error)", network: network.ssid, helper: helper.id,
+                          command: request.command))
             }
         }
         return response

@@ -81,6 +81,22 @@ import HotspotCore
             == ["logins": "1", "just_joined": "true"])
     }
 
+    /// A store that cannot be written (a full or read-only file system) once turned the
+    /// helper's success, and the portal's real session, into `failure` and switched the
+    /// network's auto-join off. The success stands, the store is kept, and the fault is said.
+    @Test func aStoreThatCannotBeWrittenLeavesTheSuccessStanding() async throws {
+        let fixture = try await RuntimeFixture(scripts: ["venue": Self.accepting])
+        // A directory where the helper's store file goes fails its write, even for root.
+        try FileManager.default.createDirectory(atPath: fixture.stateDirectory + "/store/venue.json/in-the-way",
+                                                withIntermediateDirectories: true)
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(fixture.events.commands(.authenticate).map(\.result) == [.success])
+        #expect(fixture.runtime.stateDirectory.snapshot.autoJoinDisabled.isEmpty)
+        #expect(fixture.runtime.stateDirectory.store(helper: "venue", ssid: guest.ssid) == ["logins": "1"])
+        #expect(fixture.events.logs.contains { $0.level == .error && $0.message.hasPrefix("cmd.store could not be saved: ")
+                                                 && $0.message.contains("kept in memory") })
+    }
+
     @Test func unsupportedNetworkExcludesTheHelperAndEvaluatesAgain() async throws {
         let fixture = try await RuntimeFixture(scripts: [
             "picky": venue("Picky", confidence: "high", handlers: ["authenticate": "return 'unsupported_network'"]),
