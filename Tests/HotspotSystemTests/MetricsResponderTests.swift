@@ -18,9 +18,16 @@ struct MetricsResponderTests {
         }
     }
 
-    /// A blocking TCP connection to 127.0.0.1:`port`.
-    static func connect(_ port: UInt16) throws -> Int32 {
+    /// A blocking TCP connection to 127.0.0.1:`port`, from `source` (another loopback
+    /// address is another peer).
+    static func connect(_ port: UInt16, from source: String = "127.0.0.1") throws -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        _ = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -37,8 +44,8 @@ struct MetricsResponderTests {
 
     /// GET /metrics on a new connection; everything the responder sent until it closed, or
     /// until `scrapeTimeout` seconds passed.
-    static func scrape(_ port: UInt16) throws -> String {
-        let descriptor = try connect(port)
+    static func scrape(_ port: UInt16, from source: String = "127.0.0.1") throws -> String {
+        let descriptor = try connect(port, from: source)
         defer { close(descriptor) }
         var timeout = timeval(tv_sec: scrapeTimeout, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -82,25 +89,38 @@ struct MetricsResponderTests {
         try await eventually("the stalled client to be closed") { Self.isClosed(stalled) }
     }
 
-    /// Past `maximumConnections` stalled clients, one more is closed at once rather than
-    /// given a thread, and scrapes are answered again once the stalled ones are gone.
-    @Test func connectionsPastTheLimitAreClosedAtOnce() async throws {
+    /// 24 clients sending a byte each once kept every scrape from being answered (8 slots,
+    /// 2 s each, no fairness) and the fleet's `HotspotHelperDown` fired. One peer holds at most
+    /// `maximumPerPeer` connections; past that its oldest stalled one is closed for the new
+    /// one, so a scraper from the same address is still answered.
+    @Test func stalledClientsOfOnePeerMakeRoomForItsScrape() async throws {
         let responder = try Self.responder()
         defer { responder.stop() }
         let port = responder.address.port
-        let stalled = try (0..<MetricsResponder.maximumConnections).map { _ in try Self.connect(port) }
-        let refused = try Self.connect(port)
-        let answer = try await onOwnThread { () -> [UInt8] in
-            var chunk = [UInt8](repeating: 0, count: 64)
-            let count = recv(refused, &chunk, chunk.count, 0)
-            return Array(chunk.prefix(max(count, 0)))
+        let stalled = try (0..<24).map { _ in
+            let descriptor = try Self.connect(port)
+            _ = send(descriptor, "G", 1, Int32(MSG_NOSIGNAL))
+            return descriptor
         }
-        close(refused)
-        #expect(answer.isEmpty, "a connection past the limit was answered: \(String(decoding: answer, as: UTF8.self))")
-        #expect(stalled.allSatisfy { !Self.isClosed($0) })
-        stalled.forEach { close($0) }
-        try await eventually("the stalled connections to be gone") {
-            (try? await onOwnThread { try Self.scrape(port) })?.hasSuffix(Self.exposition) == true
+        defer { stalled.forEach { close($0) } }
+        let answer = try await onOwnThread { try Self.scrape(port) }
+        #expect(answer.hasSuffix("\r\n\r\n" + Self.exposition), "\(answer)")
+        try await eventually("all but the newest stalled connections of the peer closed") {
+            stalled.filter { !Self.isClosed($0) }.count <= MetricsResponder.maximumPerPeer
         }
+    }
+
+    /// Stalled clients from many peers fill every slot: a new connection closes the oldest
+    /// stalled one, and a scrape from yet another peer is answered.
+    @Test func stalledClientsOfManyPeersMakeRoomForAScrape() async throws {
+        let responder = try Self.responder()
+        defer { responder.stop() }
+        let port = responder.address.port
+        let stalled = try (0..<MetricsResponder.maximumConnections).map { try Self.connect(port, from: "127.0.0.\(2 + $0)") }
+        defer { stalled.forEach { close($0) } }
+        let answer = try await onOwnThread { try Self.scrape(port, from: "127.0.0.100") }
+        #expect(answer.hasSuffix("\r\n\r\n" + Self.exposition), "\(answer)")
+        try await eventually("the oldest stalled connection closed") { Self.isClosed(stalled[0]) }
+        #expect(stalled.dropFirst().allSatisfy { !Self.isClosed($0) })
     }
 }
