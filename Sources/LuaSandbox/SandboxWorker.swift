@@ -310,7 +310,14 @@ private final class Worker: Sendable {
                                 book.cancelledBeforeStart.insert(id)
                             }
                         }
-                    case .outcome:
+                    case .survey:
+                        // Answered from this thread, which no call holds: the calls queued,
+                        // and those whose group another call holds (in a C function, for good).
+                        let unstarted = requests.withLock { book in
+                            Array(book.queued) + book.running.filter { $0.value.isWaitingForGroup }.map(\.key)
+                        }
+                        answers.send(WorkerFrame.unstarted(ids: unstarted).encoded(id: id), now: true)
+                    case .outcome, .unstarted:
                         throw LuaValueCodec.MalformedError()
                     }
                 }

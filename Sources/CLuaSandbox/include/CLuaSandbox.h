@@ -178,6 +178,10 @@ int64_t sbx_deadline(const sbx_state *state);
 /// Whether the running call was asked to stop, for host functions that block.
 int sbx_interrupted(const sbx_state *state);
 
+/// Whether the state's call waits for its group, which another script's call holds (a C
+/// function that runs on holds it for good): from any thread.
+int sbx_waiting_for_group(const sbx_state *state);
+
 /// Records a log line for the running call, subject to the per-call limits.
 void sbx_log(sbx_state *state, int level, const char *message, size_t length);
 
