@@ -55,6 +55,8 @@ let package = Package(
         // Without its "FullFoundation" trait, Hummingbird needs FoundationEssentials only, and so does the daemon.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0", traits: ["ConfigurationSupport"]),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // NIOCore (already Hummingbird's) for the HTTP servers' connection limits.
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
         // The daemon's metrics (Prometheus's text format); needs swift-atomics and swift-metrics' CoreMetrics only.
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
@@ -131,7 +133,9 @@ let package = Package(
         .executableTarget(name: "embed-lua", swiftSettings: swiftSettings),
         .plugin(name: "EmbedLua", capability: .buildTool(), dependencies: ["embed-lua"]),
         // A Hummingbird responder served until stopped: what the simulator and the person's page share.
-        .target(name: "HTTPServing", dependencies: [.product(name: "Hummingbird", package: "hummingbird")], swiftSettings: swiftSettings),
+        .target(name: "HTTPServing", dependencies: ["Locking", .product(name: "Hummingbird", package: "hummingbird"),
+                                                   .product(name: "NIOCore", package: "swift-nio")],
+                swiftSettings: swiftSettings),
         // The portal simulator: captive-portal scenarios on a real HTTP server. HotspotNetwork
         // for its JSON writer, the project's one, so the simulator's answers escape as the rest.
         .target(
