@@ -235,7 +235,7 @@ FUZZ_SECONDS ?= 120
 FUZZ_TIMEOUT ?= 5
 FUZZ_RSS_MB ?= 2048
 FUZZ_TARGETS := wispr html-forms html-text html-meta-refresh json-decode captive-portal-api \
-	lua-values worker-frames control-request secrets-file state-files
+	lua-values worker-frames control-request control-reply secrets-file state-files text-escaping
 FUZZ_FLAGS := -c release --package-path Fuzz --sanitize=address -Xswiftc -enable-testing \
 	-Xswiftc -sanitize-coverage=edge,trace-cmp,indirect-calls,inline-8bit-counters,pc-table -Xcc -fsanitize=fuzzer-no-link
 fuzz: deps private-libraries

@@ -46,6 +46,8 @@ let package = Package(
         fuzzTarget("lua-values", ["LuaSandbox"]),
         fuzzTarget("worker-frames", ["LuaSandbox"]),
         fuzzTarget("control-request", ["HotspotSystem"]),
+        fuzzTarget("control-reply", ["HotspotSystem"]),
+        fuzzTarget("text-escaping", ["HotspotCore", "HotspotRuntime"]),
         fuzzTarget("secrets-file", ["HotspotRuntime"]),
         fuzzTarget("state-files", ["HotspotRuntime", "HotspotCore"]),
     ]
