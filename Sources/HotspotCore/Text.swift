@@ -45,13 +45,15 @@ extension String {
     /// returns, newlines, NULs) written `\xHH`, for a terminal, a table or a log line. Every
     /// text output applies it to what came from outside (portals' URLs and pages, SSIDs,
     /// scripts' messages): a portal's `Location` header could otherwise retitle or clear the
-    /// operator's terminal, and an SSID with a newline forge a table's line.
-    package func escapingControlCharacters() -> String {
-        guard unicodeScalars.contains(where: \.isControl) else { return self }
-        return Self.escaping(Array(utf8), backslash: false)
+    /// operator's terminal, and an SSID with a newline forge a table's line. `keepingNewlines`
+    /// for the journal, whose entries are records: a newline there starts no other entry.
+    package func escapingControlCharacters(keepingNewlines: Bool = false) -> String {
+        let escaped = { (scalar: Unicode.Scalar) in scalar.isControl && !(keepingNewlines && scalar == "\n") }
+        guard unicodeScalars.contains(where: escaped) else { return self }
+        return Self.escaping(Array(utf8), backslash: false, keepingNewlines: keepingNewlines)
     }
 
-    private static func escaping(_ bytes: [UInt8], backslash: Bool) -> String {
+    private static func escaping(_ bytes: [UInt8], backslash: Bool, keepingNewlines: Bool = false) -> String {
         var text = ""
         var parser = Unicode.UTF8.ForwardParser()
         var iterator = bytes.makeIterator()
@@ -62,7 +64,7 @@ extension String {
                 let scalar = Unicode.UTF8.decode(encoded)
                 if backslash, scalar == "\\" {
                     text += "\\\\"
-                } else if scalar.isControl {
+                } else if scalar.isControl && !(keepingNewlines && scalar == "\n") {
                     text += encoded.map(hex).joined()
                 } else {
                     text.unicodeScalars.append(scalar)

@@ -38,7 +38,7 @@ extension HotspotEvent {
     /// level or result, a `MESSAGE_ID` of its kind, and each of its fields as `HH_*`, so
     /// `journalctl HH_NETWORK=Grand-Hotel HH_RESULT=failure` selects on them.
     public var journalFields: [(name: String, value: String)] {
-        var fields: [(name: String, value: String)] = [("MESSAGE", timelineLine(colored: false)),
+        var fields: [(name: String, value: String)] = [("MESSAGE", timelineLine(colored: false, keepingNewlines: true)),
                                                        ("PRIORITY", String(journalPriority.rawValue)),
                                                        ("MESSAGE_ID", journalMessageID), ("SYSLOG_IDENTIFIER", "hotspot-helper")]
         func add(_ name: String, _ value: String?) {
@@ -128,10 +128,11 @@ extension HotspotEvent {
     }
 
     /// A line of the readable timeline. Every text in it came from outside (SSIDs, portals'
-    /// URLs, scripts' names, messages and errors): each has its control characters escaped.
-    public func timelineLine(colored: Bool) -> String {
+    /// URLs, scripts' names, messages and errors): each has its control characters escaped,
+    /// newlines too unless `keepingNewlines` (the journal's entries are records of their own).
+    public func timelineLine(colored: Bool, keepingNewlines: Bool = false) -> String {
         func paint(_ text: String, _ code: String) -> String { colored ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
-        func safe(_ text: String) -> String { text.escapingControlCharacters() }
+        func safe(_ text: String) -> String { text.escapingControlCharacters(keepingNewlines: keepingNewlines) }
         let network = self.network.map { "[\(safe($0))] " } ?? ""
         switch self {
         case .command(let event):

@@ -26,4 +26,12 @@ struct EventRenderingTests {
                 == #"[Cafe\x0a[Other] done: authenticated] connectivity: captive at http://portal.test/\x1b]0;owned\x07\x1b[2J"#)
         #expect(events[1].timelineLine(colored: false).hasSuffix(#" — refused\x0d\x1b[32mauthenticate → aroma: success"#))
     }
+
+    /// The journal's entries are records of their own: a message keeps its lines there (a
+    /// newline starts no other entry), and every other control character is escaped.
+    @Test func theJournalKeepsAMessagesLinesAndEscapesTheRest() throws {
+        let event = HotspotEvent.log(.info, "logged in\nwith a second line\u{1B}[2J", network: "Cafe", helper: "aroma")
+        let message = try #require(event.journalFields.first { $0.name == "MESSAGE" }?.value)
+        #expect(message.hasSuffix("aroma: logged in\nwith a second line\\x1b[2J"), "\(message)")
+    }
 }
