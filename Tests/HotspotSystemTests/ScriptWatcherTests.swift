@@ -88,12 +88,16 @@ struct ScriptWatcherTests {
         // As `ln -sfn v2 current` does it: a new link renamed over the old one.
         #expect(symlink("v2", release + "/current.new") == 0)
         #expect(rename(release + "/current.new", release + "/current") == 0)
-        try await eventually("the flip reported") { changes.value == 1 }
+        try await eventually("the flip reported") { changes.value >= 1 }
+        let afterFlip = changes.value
         Self.save("-- new", to: release + "/v2/venue.lua")
-        try await eventually("a save in the directory the path names now reported") { changes.value == 2 }
+        try await eventually("a save in the directory the path names now reported") { changes.value > afterFlip }
+        // Counted once the new save's burst is over, so only what comes after counts.
+        try await Task.sleep(for: .milliseconds(200))
+        let afterSave = changes.value
         Self.save("-- old", to: release + "/v1/venue.lua")
         try await Task.sleep(for: .milliseconds(200))
-        #expect(changes.value == 2, "the old directory is no longer the scripts'")
+        #expect(changes.value == afterSave, "the old directory is no longer the scripts'")
         watcher.stop()
         await changes.task.value
     }
