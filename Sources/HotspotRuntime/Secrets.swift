@@ -83,7 +83,7 @@ public struct Secrets: Sendable, Equatable {
             if text[position] == byte {
                 position += 1
             } else if text[position] == UInt8(ascii: "%"), position + 2 < text.count,
-                      let high = hexValue(text[position + 1]), let low = hexValue(text[position + 2]), high << 4 | low == byte {
+                      UInt8(String(decoding: text[position + 1...position + 2], as: UTF8.self), radix: 16) == byte {
                 position += 3
             } else if byte == UInt8(ascii: " "), text[position] == UInt8(ascii: "+") {
                 position += 1
@@ -121,21 +121,7 @@ public struct Secrets: Sendable, Equatable {
     /// The code unit of a `\uXXXX` escape at `position`.
     private static func utf16Unit(_ text: [UInt8], at position: Int) -> UInt16? {
         guard position + 6 <= text.count, text[position] == UInt8(ascii: "\\"), text[position + 1] == UInt8(ascii: "u") else { return nil }
-        var unit: UInt16 = 0
-        for byte in text[(position + 2)..<(position + 6)] {
-            guard let digit = hexValue(byte) else { return nil }
-            unit = unit << 4 | UInt16(digit)
-        }
-        return unit
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        return UInt16(String(decoding: text[(position + 2)..<(position + 6)], as: UTF8.self), radix: 16)
     }
 
     /// Reads and checks the file; every problem names the file, the line and the fix.
