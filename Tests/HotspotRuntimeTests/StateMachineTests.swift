@@ -16,6 +16,27 @@ import HotspotCore
         #expect(fixture.events.commands(.authenticate).map(\.helper) == ["slow"])
     }
 
+    /// Runaways in C, one per group of the worker, once cost every other helper its evaluate:
+    /// all failed "deadline exceeded" and the network ended with no helper. The innocents run
+    /// again with their whole deadline, and the one that claims the network logs in.
+    @Test func runawayHelpersDoNotCostTheOthersTheirEvaluate() async throws {
+        var scripts: [String: String] = [:]
+        // Loaded in name order, so the runaways take every group of the worker first.
+        for index in 0..<ProcessInfo.processInfo.activeProcessorCount {
+            scripts["a\(index)"] = venue("Runaway", evaluate: "('a'):rep(3000):find('.-.-.-b')")
+        }
+        scripts["b"] = venue("Innocent", confidence: "high", handlers: ["authenticate": "return 'success'"])
+        scripts["c"] = venue("Other")
+        let fixture = try await RuntimeFixture(scripts: scripts, configuration: .init(commandDeadline: .seconds(1)))
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "b")
+        let innocents = fixture.events.commands(.evaluate).filter { !$0.helper.hasPrefix("a") }
+        #expect(innocents.first { $0.helper == "b" }?.result == .success, "\(innocents)")
+        // The other innocent is cancelled once the high answer wins, never past its deadline.
+        #expect(!innocents.contains { $0.error?.contains("deadline exceeded") == true }, "\(innocents)")
+        #expect(fixture.events.logs.contains { $0.helper == "b" && $0.message.contains("ran again on a new worker process") })
+    }
+
     @Test func theLowWinsWhenTheHighFailsOrOverruns() async throws {
         for failing in ["error('portal unreachable')", "while true do end"] {
             let fixture = try await RuntimeFixture(scripts: [
