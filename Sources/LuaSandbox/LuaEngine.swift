@@ -775,7 +775,7 @@ private final class WorkerSlot: Sendable {
     static let stoppedCheckInterval: Int64 = 1_000_000_000
     /// How long a worker about to be ended is given to say which calls have not run; its
     /// reader thread, which answers, is never a call's.
-    static let surveyWait: Int64 = 100_000_000
+    static let surveyWait: Int64 = 500_000_000
 
     private func watchdogFired() {
         let (overran, replaced) = state.withLock { state -> ([Pending], Replacement?) in
