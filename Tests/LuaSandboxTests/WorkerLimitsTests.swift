@@ -57,7 +57,8 @@ import TestSupport
             calls.append(ScriptCall(innocent, "answer"))
         }
         var outcomes: [Int: CallOutcome] = [:]
-        for await (index, outcome) in engine.callAll(calls, deadline: .after(.seconds(1))) { outcomes[index] = outcome }
+        // Short: the runaways keep every core busy until their worker is ended.
+        for await (index, outcome) in engine.callAll(calls, deadline: .after(.milliseconds(500))) { outcomes[index] = outcome }
         for index in 0..<groups {
             let error = try #require(outcomes[index]?.result.failure)
             #expect(error.kind == .deadlineExceeded, "\(error)")
