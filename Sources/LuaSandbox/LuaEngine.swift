@@ -817,13 +817,17 @@ private final class WorkerSlot: Sendable {
             let unstarted = state.unstarted ?? []
             var overran: [Pending] = []
             for (id, request) in expired {
-                if unstarted.contains(id), !request.isCancelled, request.rerunReason == nil, let budget = request.budget,
-                   let frame = request.frame, let renewed = WorkerFrame.withDeadline(frame, now + budget) {
-                    var again = request
-                    again.deadline = now + budget
-                    again.killAt = (now + budget).addingReportingOverflow(configuration.killGrace.nanoseconds).partialValue
-                    again.frame = renewed
-                    state.pending[id] = again
+                if unstarted.contains(id), !request.isCancelled {
+                    // Left pending either way: renewed, it runs again; already run again once,
+                    // replacing the worker fails it as lost, never as past its own deadline.
+                    if request.rerunReason == nil, let budget = request.budget, let frame = request.frame,
+                       let renewed = WorkerFrame.withDeadline(frame, now + budget) {
+                        var again = request
+                        again.deadline = now + budget
+                        again.killAt = (now + budget).addingReportingOverflow(configuration.killGrace.nanoseconds).partialValue
+                        again.frame = renewed
+                        state.pending[id] = again
+                    }
                 } else {
                     state.pending.removeValue(forKey: id)
                     overran.append(request)

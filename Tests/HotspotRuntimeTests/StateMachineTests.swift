@@ -27,7 +27,7 @@ import HotspotCore
         }
         scripts["b"] = venue("Innocent", confidence: "high", handlers: ["authenticate": "return 'success'"])
         scripts["c"] = venue("Other")
-        let fixture = try await RuntimeFixture(scripts: scripts, configuration: .init(commandDeadline: .milliseconds(500)))
+        let fixture = try await RuntimeFixture(scripts: scripts, configuration: .init(commandDeadline: .seconds(1)))
         #expect(await fixture.runtime.join(guest) == .authenticated)
         #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "b")
         let innocents = fixture.events.commands(.evaluate).filter { !$0.helper.hasPrefix("a") }
