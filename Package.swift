@@ -66,8 +66,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // The daemon's metrics (Prometheus's text format); needs swift-atomics and swift-metrics' CoreMetrics only.
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        // Hummingbird's own dependencies, named because the simulator, the person's page and the
-        // tests import their modules too.
+        // Hummingbird's own dependencies, named because the HTTP servers (their connection
+        // limits), the simulator, the person's page and the tests import their modules too.
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
@@ -161,8 +161,8 @@ let package = Package(
         .target(
             name: "HTTPServing",
             dependencies: [
-                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "Locking", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings),
         // The portal simulator: captive-portal scenarios on a real HTTP server, its answers

@@ -46,6 +46,8 @@ let package = Package(
         fuzzTarget("lua-values", ["LuaSandbox"]),
         fuzzTarget("worker-frames", ["LuaSandbox"]),
         fuzzTarget("control-request", ["HotspotControl"]),
+        fuzzTarget("control-reply", ["HotspotControl"]),
+        fuzzTarget("text-escaping", ["HotspotCore", "HotspotRuntime"]),
         fuzzTarget("secrets-file", ["HotspotRuntime"]),
         fuzzTarget("state-files", ["HotspotRuntime", "HotspotCore"]),
     ]

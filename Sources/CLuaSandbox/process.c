@@ -4,9 +4,16 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 int sbx_die_with_parent(void) { return prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); }
+
+int sbx_forbid_core_dumps(void) {
+    struct rlimit none = {0, 0};
+    int limited = setrlimit(RLIMIT_CORE, &none);
+    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) | limited;
+}
 
 int sbx_available_cores(void) {
     cpu_set_t set;

@@ -41,7 +41,9 @@ void hh_group_unlock(sbx_group *G) {
 
 /// Runs `S` with the lock held: takes the lock and makes `S` the current script.
 void hh_enter(sbx_state *S) {
+    atomic_store(&S->waiting_for_group, 1);
     hh_group_lock(S->G);
+    atomic_store(&S->waiting_for_group, 0);
     S->G->current = S;
     S->entered_ns = sbx_monotonic_ns();
 }
@@ -196,6 +198,8 @@ void sbx_close(sbx_state *S) {
 void sbx_interrupt(sbx_state *S) { atomic_store(&S->interrupted, 1); }
 int64_t sbx_deadline(const sbx_state *S) { return S->deadline_ns; }
 int sbx_interrupted(const sbx_state *S) { return atomic_load((atomic_int *)&S->interrupted); }
+
+int sbx_waiting_for_group(const sbx_state *S) { return atomic_load((atomic_int *)&S->waiting_for_group); }
 size_t sbx_memory_used(const sbx_state *S) { return S->ledger->used; }
 
 int sbx_globals_changed(sbx_state *S) {

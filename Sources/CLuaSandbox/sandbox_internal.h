@@ -72,6 +72,7 @@ struct sbx_state {
     int cpu_exceeded;
     int memory_exceeded;
     atomic_int interrupted;
+    atomic_int waiting_for_group;  // in hh_enter, for the group another script holds
     int loaded;
     sbx_outcome *outcome;        // the running load or call's outcome
     sbx_buffer host_arguments;   // scratch buffers reused by the host trampoline, owned

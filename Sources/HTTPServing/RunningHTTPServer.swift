@@ -1,5 +1,6 @@
 public import Hummingbird
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 /// A Hummingbird responder serving on one address until stopped: what the portal simulator
@@ -16,14 +17,26 @@ public final class RunningHTTPServer: Sendable {
 
     /// Serves `responder` on `host`:`port` (0 picks a free port), and returns once it listens.
     /// At `stop`, connections still busy after `shutdownGrace` are cancelled rather than
-    /// waited for (endless responses: a portal's, a page's event stream).
+    /// waited for (endless responses: a portal's, a page's event stream). With `limits`,
+    /// clients that connect and stall cannot lock others out (`ConnectionLimits`).
     public static func start<Responder: HTTPResponder>(_ responder: Responder, host: String, port: Int,
-                                                       shutdownGrace: Duration) async throws -> RunningHTTPServer
+                                                       shutdownGrace: Duration, limits: ConnectionLimits? = nil)
+        async throws -> RunningHTTPServer
     where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
         let logger = Logger(label: "RunningHTTPServer") { _ in SwiftLogNoOpLogHandler() }
         let (listeningPorts, listening) = AsyncStream.makeStream(of: Int.self)
+        let ledger = limits.map(ConnectionLedger.init)
+        // Hummingbird's idle timeout counts from the last request part read, not byte: it is
+        // the time to send a request's head too.
+        let idleTimeout = limits.map { limits in
+            let (seconds, attoseconds) = limits.idleTimeout.components
+            return TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        }
         let application = Application(
-            responder: responder, configuration: .init(address: .hostname(host, port: port)),
+            responder: responder,
+            server: .http1(configuration: .init(additionalChannelHandlers: ledger.map { [ConnectionLimitHandler($0)] } ?? [],
+                                                idleTimeout: idleTimeout)),
+            configuration: .init(address: .hostname(host, port: port)),
             onServerRunning: { channel in
                 listening.yield(channel.localAddress?.port ?? port)
                 listening.finish()

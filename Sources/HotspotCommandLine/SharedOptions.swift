@@ -64,6 +64,22 @@ package struct RuntimeOptions: ParsableArguments {
 
     package func validate() throws {
         guard (1...16).contains(workers) else { throw ValidationError("--workers must be between 1 and 16, not \(workers)") }
+        if let caFile { try Self.check(caFile: caFile) }
+    }
+
+    /// A missing or unreadable CA file, or one without a PEM certificate, once made every
+    /// HTTPS request fail later naming no file: it is checked at start.
+    static func check(caFile: String) throws {
+        let text: String
+        do {
+            text = String(decoding: try BoundedFile.read(caFile, limit: 4 * BoundedFile.mebibyte), as: UTF8.self)
+        } catch {
+            throw ValidationError("--ca-file \(caFile): \(error)")
+        }
+        guard text.contains("-----BEGIN CERTIFICATE-----"), text.contains("-----END CERTIFICATE-----") else {
+            throw ValidationError("--ca-file \(caFile): no PEM certificate in it (\"-----BEGIN CERTIFICATE-----\"); "
+                                  + "convert a DER one with `openssl x509 -inform der -in FILE -out FILE.pem`")
+        }
     }
 
     /// The runtime's configuration, with the secrets file read (or exit 2 saying why not).

@@ -8,11 +8,13 @@ import LinuxFiles
 
 /// The control socket's connections, served by one thread polling them all (see
 /// `ControlServer`). A connection waits for its request line until its deadline, its
-/// request runs as a task, and its reply is written when the task is done. A `ui` request
+/// request runs as a task, and its reply is written when the task is done, whole, however
+/// large, as fast as the client reads it within `replyDeadline`. A `ui` request
 /// whose client hangs up first is cancelled: the person gave up (the helper's `present_ui`
 /// ends); other requests run to their end, so a client going away leaves no half-done change.
 /// A `watch` request keeps its connection: every line `publish` is given is written to it,
-/// as far as it reads (a watcher that falls `watcherBacklog` bytes behind is closed).
+/// as far as it reads (a watcher already `watcherBacklog` bytes behind when a line comes is
+/// closed; one line is never too large, whatever its size).
 final class ConnectionLoop: Sendable {
     private let listener: Int32
     private let limits: ControlServer.Limits
@@ -56,6 +58,12 @@ final class ConnectionLoop: Sendable {
         let deadline: ContinuousClock.Instant
     }
 
+    /// A reply larger than the socket took at once, and when its client must have read it by.
+    private struct Replying {
+        var bytes: [UInt8]
+        let deadline: ContinuousClock.Instant
+    }
+
     /// Runs on the server's thread until `stop()`.
     func run() {
         var arriving: [Int32: Arriving] = [:]
@@ -64,6 +72,7 @@ final class ConnectionLoop: Sendable {
         var cancellable: [Int32: Task<Void, Never>] = [:]
         // Watching connections and the bytes waiting to be written to each.
         var watchers: [Int32: [UInt8]] = [:]
+        var replying: [Int32: Replying] = [:]
         // Held for the moment the process runs out of descriptors: closed, it lets the loop
         // accept the waiting connection and close it, where `accept` would fail at once
         // forever and the loop spin.
@@ -71,6 +80,7 @@ final class ConnectionLoop: Sendable {
         defer {
             for connection in arriving.keys { close(connection) }
             for connection in watchers.keys { close(connection) }
+            for connection in replying.keys { close(connection) }
             for (connection, _) in finished.withLock({ $0 }) { close(connection) }
             if reserve >= 0 { close(reserve) }
             close(listener)
@@ -86,12 +96,16 @@ final class ConnectionLoop: Sendable {
             descriptors += watched.map { pollfd(fd: $0, events: 0, revents: 0) }
             let watching = Array(watchers.keys)
             descriptors += watching.map { pollfd(fd: $0, events: watchers[$0]!.isEmpty ? 0 : Int16(POLLOUT), revents: 0) }
+            let writing = Array(replying.keys)
+            descriptors += writing.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }
             let now = ContinuousClock.now
-            let nearest = arriving.values.map(\.deadline).min()
+            let nearest = (arriving.values.map(\.deadline) + replying.values.map(\.deadline)).min()
             let timeout = nearest.map { Int32(clamping: max(0, Int((($0 - now) / .milliseconds(1)).rounded(.up)))) } ?? -1
             let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
             if ready < 0, errno == EINTR { continue }
             guard ready >= 0 else { return }
+            // Watchers a line found already `watcherBacklog` behind: it is not queued, they go.
+            var fellBehind: Set<Int32> = []
             if descriptors[0].revents != 0 {
                 wakeUp.drain()
                 let replies = finished.withLock { finished in
@@ -100,7 +114,7 @@ final class ConnectionLoop: Sendable {
                     return taken
                 }
                 for (connection, reply) in replies {
-                    answer(connection, reply)
+                    answer(connection, reply, &replying)
                     answering -= 1
                     cancellable[connection] = nil
                 }
@@ -109,18 +123,34 @@ final class ConnectionLoop: Sendable {
                     return lines
                 }
                 for line in lines {
-                    for connection in watchers.keys { watchers[connection]! += line }
+                    for connection in watchers.keys {
+                        if watchers[connection]!.count > Self.watcherBacklog {
+                            fellBehind.insert(connection)
+                        } else {
+                            watchers[connection]! += line
+                        }
+                    }
                 }
             }
             for (index, connection) in watching.enumerated() {
                 let events = descriptors[order.count + watched.count + 2 + index].revents
                 guard var backlog = watchers[connection] else { continue }
-                if events & Int16(POLLHUP | POLLERR) != 0 || !flush(&backlog, to: connection) || backlog.count > Self.watcherBacklog {
+                if events & Int16(POLLHUP | POLLERR) != 0 || fellBehind.contains(connection) || !flush(&backlog, to: connection) {
                     watchers[connection] = nil
                     watcherCount.subtract(1, ordering: .relaxed)
                     close(connection)
                 } else {
                     watchers[connection] = backlog
+                }
+            }
+            for (index, connection) in writing.enumerated() {
+                let events = descriptors[order.count + watched.count + watching.count + 2 + index].revents
+                guard events != 0, var pending = replying[connection] else { continue }
+                if events & Int16(POLLHUP | POLLERR) != 0 || !flush(&pending.bytes, to: connection) || pending.bytes.isEmpty {
+                    replying[connection] = nil
+                    close(connection)
+                } else {
+                    replying[connection] = pending
                 }
             }
             for (index, connection) in watched.enumerated() where descriptors[order.count + 2 + index].revents != 0 {
@@ -135,7 +165,8 @@ final class ConnectionLoop: Sendable {
                 case .line(let line):
                     arriving[connection] = nil
                     guard let request = try? ControlRequest(line: line) else {
-                        answer(connection, ControlServer.encoded(ControlReply(ok: false, message: "the request is not a control request in JSON")))
+                        answer(connection, ControlServer.encoded(ControlReply(ok: false, message: "the request is not a control request in JSON")),
+                               &replying)
                         continue
                     }
                     if request.command == .watch {
@@ -147,22 +178,26 @@ final class ConnectionLoop: Sendable {
                     if let task = start(request, on: connection) { cancellable[connection] = task }
                 case .refused(let message):
                     arriving[connection] = nil
-                    answer(connection, ControlServer.encoded(ControlReply(ok: false, message: message)))
+                    answer(connection, ControlServer.encoded(ControlReply(ok: false, message: message)), &replying)
                 }
             }
             let after = ContinuousClock.now
             for (connection, pending) in arriving where pending.deadline <= after {
                 arriving[connection] = nil
                 answer(connection, ControlServer.encoded(ControlReply(ok: false, message:
-                    "no complete request line within \(limits.requestDeadline); send one JSON line and a newline")))
+                    "no complete request line within \(limits.requestDeadline); send one JSON line and a newline")), &replying)
+            }
+            for (connection, pending) in replying where pending.deadline <= after {
+                replying[connection] = nil
+                close(connection)
             }
             if descriptors[1].revents != 0 {
-                accept(into: &arriving, busy: answering + watchers.count, reserve: &reserve)
+                accept(into: &arriving, replying: &replying, busy: answering + watchers.count, reserve: &reserve)
             }
         }
     }
 
-    private func accept(into arriving: inout [Int32: Arriving], busy: Int, reserve: inout Int32) {
+    private func accept(into arriving: inout [Int32: Arriving], replying: inout [Int32: Replying], busy: Int, reserve: inout Int32) {
         while true {
             let connection = Glibc.accept(listener, nil, nil)
             if connection < 0 {
@@ -179,10 +214,11 @@ final class ConnectionLoop: Sendable {
             _ = fcntl(connection, F_SETFL, fcntl(connection, F_GETFL) | O_NONBLOCK)
             if !admits(connection) {
                 // Refused before reading anything: the request of a stranger is not read.
-                answer(connection, ControlServer.encoded(ControlReply(ok: false, message: "only the daemon's owner may control it")))
-            } else if arriving.count + busy >= limits.maximumConnections {
+                answer(connection, ControlServer.encoded(ControlReply(ok: false, message: "only the daemon's owner may control it")),
+                       &replying)
+            } else if arriving.count + replying.count + busy >= limits.maximumConnections {
                 answer(connection, ControlServer.encoded(ControlReply(ok: false, message:
-                    "the daemon is serving \(limits.maximumConnections) control connections already; try again")))
+                    "the daemon is serving \(limits.maximumConnections) control connections already; try again")), &replying)
             } else {
                 arriving[connection] = Arriving(deadline: .now + limits.requestDeadline)
             }
@@ -221,12 +257,15 @@ final class ConnectionLoop: Sendable {
 
     /// Writes as much of `backlog` as the connection takes now; false when it is broken.
     private func flush(_ backlog: inout [UInt8], to connection: Int32) -> Bool {
-        while !backlog.isEmpty {
-            let written = backlog.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        var offset = 0
+        // What was written is removed once, not per write: a large reply takes many.
+        defer { backlog.removeFirst(offset) }
+        while offset < backlog.count {
+            let written = backlog[offset...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
             if written < 0, errno == EINTR { continue }
             if written < 0, errno == EAGAIN || errno == EWOULDBLOCK { return true }
             guard written > 0 else { return false }
-            backlog.removeFirst(written)
+            offset += written
         }
         return true
     }
@@ -247,10 +286,14 @@ final class ConnectionLoop: Sendable {
         wakeUp.wake()
     }
 
-    /// Writes the reply as far as the socket takes it at once (a reply fits its buffer; a
-    /// client that does not read loses the rest) and closes the connection.
-    private func answer(_ connection: Int32, _ reply: [UInt8]) {
-        _ = reply.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-        close(connection)
+    /// Writes the reply as far as the socket takes it now and closes the connection; the rest
+    /// of a larger one goes into `replying`, written as the client reads it.
+    private func answer(_ connection: Int32, _ reply: [UInt8], _ replying: inout [Int32: Replying]) {
+        var rest = reply
+        if flush(&rest, to: connection), !rest.isEmpty {
+            replying[connection] = Replying(bytes: rest, deadline: .now + limits.replyDeadline)
+        } else {
+            close(connection)
+        }
     }
 }

@@ -4,6 +4,7 @@ import Glibc
 import Dispatch
 import FoundationEssentials
 public import HotspotCore
+import LinuxFiles
 
 /// What a person asks a running daemon (`hotspot-helper ui|logoff|join|disable|enable|status`).
 public struct ControlRequest: Codable, Sendable, Equatable {
@@ -140,10 +141,16 @@ public final class ControlServer: Sendable {
     public static let fileName = "control.sock"
     /// Requests larger than this are refused rather than buffered.
     static let maximumRequestSize = 64 * 1024
+    /// Far more than the largest reply or event the daemon makes (a `status` of a thousand
+    /// helpers and networks waiting with SCRIPTING.md's largest questions is a few MiB);
+    /// a client reads up to this, and says so past it, rather than buffer without end.
+    public static let maximumReplySize = 64 * BoundedFile.mebibyte
 
     public struct Limits: Sendable {
         /// How long a request may take to arrive, from its connection.
         public var requestDeadline: Duration = .seconds(5)
+        /// How long a client may take to read its reply, once it is ready.
+        public var replyDeadline: Duration = .seconds(10)
         /// Connections open at once, waiting for their request or its reply.
         public var maximumConnections = 16
 
@@ -151,15 +158,19 @@ public final class ControlServer: Sendable {
     }
 
     public let path: String
+    /// Why the control group's members cannot reach the socket, when they cannot.
+    public let groupReachProblem: String?
     private let loop: ConnectionLoop
 
     /// Listens at `path`: mode 0600, or 0660 with the socket in `group` when one is given,
-    /// whose members may then control the daemon too (a person's `hotspot-helper web`); the
-    /// socket's directory then joins the group with search permission only (g+x), so its
-    /// members reach the socket without listing or reading anything else there. A socket
-    /// file left by a daemon that died is replaced; one that still answers means another
-    /// daemon uses this state directory.
-    public init(path: String, group: UInt32? = nil, limits: Limits = Limits(),
+    /// whose members may then control the daemon too (a person's `hotspot-helper web`). When
+    /// the daemon made the socket's directory (`madeDirectory`), the directory joins the group
+    /// with search permission only (g+x), so its members reach the socket without listing or
+    /// reading anything else there; a directory it did not make (`/run`, a private one) is left
+    /// as it is, and `groupReachProblem` says when the group cannot reach the socket through
+    /// it. A socket file left by a daemon that died is replaced; one that still answers means
+    /// another daemon uses this state directory.
+    public init(path: String, group: UInt32? = nil, madeDirectory: Bool = false, limits: Limits = Limits(),
                 handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws(ControlSocketError) {
         var address = try Self.address(path)
         if FileManager.default.fileExists(atPath: path) {
@@ -174,12 +185,14 @@ public final class ControlServer: Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard bound == 0, group.map({ chown(path, geteuid(), $0) }) ?? 0 == 0, chmod(path, group == nil ? 0o600 : 0o660) == 0,
-              group.map({ Self.letGroupReach(directoryOf: path, group: $0) }) ?? true, listen(listener, 16) == 0 else {
+              !madeDirectory || group.map({ Self.letGroupReach(directoryOf: path, group: $0) }) ?? true,
+              listen(listener, 16) == 0 else {
             let reason = Self.lastError
             close(listener)
             throw ControlSocketError("cannot listen on \(path): \(reason)")
         }
         self.path = path
+        groupReachProblem = group.flatMap { Self.reachProblem(directoryOf: path, group: $0) }
         let loop = ConnectionLoop(listener: listener, limits: limits, admits: { Self.peerIsAdmitted($0, group: group) },
                                   handler: handler)
         self.loop = loop
@@ -225,10 +238,27 @@ public final class ControlServer: Sendable {
 
     /// Puts the directory of `path` in `group` and adds search permission for it.
     private static func letGroupReach(directoryOf path: String, group: UInt32) -> Bool {
-        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        let directory = directory(of: path)
         var status = stat()
-        guard stat(directory.isEmpty ? "/" : directory, &status) == 0 else { return false }
+        guard stat(directory, &status) == 0 else { return false }
         return chown(directory, status.st_uid, group) == 0 && chmod(directory, (status.st_mode & 0o7777) | 0o010) == 0
+    }
+
+    /// What keeps `group` from searching the directory of `path`, if anything does.
+    private static func reachProblem(directoryOf path: String, group: UInt32) -> String? {
+        let directory = directory(of: path)
+        var status = stat()
+        guard stat(directory, &status) == 0 else { return nil }
+        let searchable = status.st_mode & 0o001 != 0 || (status.st_gid == group && status.st_mode & 0o010 != 0)
+        guard !searchable else { return nil }
+        return "the control group cannot reach the control socket: \(directory) is not the daemon's to change, and lets "
+            + "neither the group nor others search it; give the group search permission there (chgrp and chmod g+x), "
+            + "or put the socket in a directory that does (--control-socket)"
+    }
+
+    private static func directory(of path: String) -> String {
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        return directory.isEmpty ? "/" : directory
     }
 
     /// SO_PEERGROUPS of <asm-generic/socket.h>, which Glibc's module leaves out.
@@ -277,20 +307,31 @@ public final class ControlServer: Sendable {
         return descriptor
     }
 
-    /// Bytes up to the first newline (without it), or nil on a timeout, an error or `limit`.
-    static func readLine(_ descriptor: Int32, limit: Int) -> [UInt8]? {
+    /// How reading a reply line ended.
+    enum ReadLine {
+        case line([UInt8])
+        /// The other end closed first, after `partial` bytes.
+        case closed(partial: Int)
+        case timedOut
+        case tooLarge
+        case failed(String)
+    }
+
+    /// Bytes up to the first newline (without it), reading at most `limit` bytes.
+    static func readLine(_ descriptor: Int32, limit: Int) -> ReadLine {
         var line: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while line.count <= limit {
             let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
-            guard count > 0 else { return line.isEmpty ? nil : line }
+            if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK ? .timedOut : .failed(lastError) }
+            guard count > 0 else { return .closed(partial: line.count) }
             if let newline = chunk[0..<count].firstIndex(of: UInt8(ascii: "\n")) {
-                return line + chunk[0..<newline]
+                return line.count + newline <= limit ? .line(line + chunk[0..<newline]) : .tooLarge
             }
             line += chunk[0..<count]
         }
-        return nil
+        return .tooLarge
     }
 
     static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
@@ -323,7 +364,7 @@ public enum ControlClient {
             var request = Array((try? JSONEncoder().encode(ControlRequest(command: .watch))) ?? Data())
             request.append(UInt8(ascii: "\n"))
             guard ControlServer.writeAll(descriptor, request),
-                  let line = ControlServer.readLine(descriptor, limit: ControlServer.maximumRequestSize),
+                  case .line(let line) = ControlServer.readLine(descriptor, limit: ControlServer.maximumReplySize),
                   let reply = try? JSONDecoder().decode(ControlReply.self, from: Data(line)), reply.ok else {
                 close(descriptor)
                 throw ControlSocketError("the daemon at \(path) refused to be watched")
@@ -372,16 +413,29 @@ public enum ControlClient {
         // the write can fail while the refusal waits to be read: the reply counts first.
         let sent = ControlServer.writeAll(descriptor, Array(bytes))
         let sendError = ControlServer.lastError
-        if let line = ControlServer.readLine(descriptor, limit: ControlServer.maximumRequestSize),
-           let reply = try? JSONDecoder().decode(ControlReply.self, from: Data(line)) {
-            return reply
+        switch ControlServer.readLine(descriptor, limit: ControlServer.maximumReplySize) {
+        case .line(let line):
+            do {
+                return try JSONDecoder().decode(ControlReply.self, from: Data(line))
+            } catch {
+                throw ControlSocketError("the daemon's reply (\(line.count) bytes) is not a control reply: \(error)")
+            }
+        case .closed(let partial):
+            guard sent else { throw ControlSocketError("the daemon closed the connection: \(sendError)") }
+            throw ControlSocketError(partial == 0
+                ? "the daemon closed the connection without a reply"
+                : "the daemon closed the connection after \(partial) bytes of its reply")
+        case .timedOut:
+            throw ControlSocketError("the daemon gave no reply within \(timeout)")
+        case .tooLarge:
+            throw ControlSocketError("the daemon's reply is larger than \(ControlServer.maximumReplySize / BoundedFile.mebibyte) MiB; not read")
+        case .failed(let reason):
+            throw ControlSocketError("cannot read the daemon's reply: \(reason)")
         }
-        guard sent else { throw ControlSocketError("the daemon closed the connection: \(sendError)") }
-        throw ControlSocketError("the daemon gave no reply within \(timeout)")
     }
 }
 
-/// Lines from a stream socket, each up to `ControlServer.maximumRequestSize` (longer ones end it).
+/// Lines from a stream socket, each up to `ControlServer.maximumReplySize` (longer ones end it).
 struct LineReader {
     let descriptor: Int32
     private var buffered: [UInt8] = []
@@ -389,13 +443,13 @@ struct LineReader {
     init(descriptor: Int32) { self.descriptor = descriptor }
 
     mutating func next() -> [UInt8]? {
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
                 defer { buffered.removeFirst(newline + 1) }
                 return Array(buffered[..<newline])
             }
-            guard buffered.count <= ControlServer.maximumRequestSize else { return nil }
+            guard buffered.count <= ControlServer.maximumReplySize else { return nil }
             let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
             guard count > 0 else { return nil }

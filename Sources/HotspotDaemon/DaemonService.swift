@@ -26,6 +26,9 @@ public final class DaemonService: Sendable {
         public var controlSocket: String?
         /// The group whose members may also use the control socket.
         public var controlGroup: gid_t?
+        /// Whether the daemon made the control socket's directory now, so that it may let the
+        /// control group search it (a directory it did not make stays as it is).
+        public var controlSocketDirectoryIsOurs = false
         public var metricsListen: MetricsResponder.ListenAddress?
         public var metricsNetworkLabels = false
         /// The version the metrics report.
@@ -116,10 +119,13 @@ public final class DaemonService: Sendable {
         let control: ControlServer
         do {
             control = try ControlServer(path: settings.controlSocket ?? settings.stateDirectory + "/" + ControlServer.fileName,
-                                        group: settings.controlGroup) { await daemon.handle($0) }
+                                        group: settings.controlGroup, madeDirectory: settings.controlSocketDirectoryIsOurs) {
+                await daemon.handle($0)
+            }
         } catch {
             throw StartError(lines: ["\(error)"], isUsage: false)
         }
+        if let problem = control.groupReachProblem { emit(.log(.warn, problem)) }
         let metricsResponder: MetricsResponder?
         do {
             metricsResponder = try Self.serve(metrics, at: settings.metricsListen, of: daemon, engine: engine)

@@ -248,6 +248,12 @@ public struct BoundHTTPClient: Sendable {
         hh_curl_set_pointer(handle, CURLOPT_HEADERDATA, context.toOpaque())
         hh_curl_set_progress_callback(handle, TransferState.progress)
         hh_curl_set_pointer(handle, CURLOPT_XFERINFODATA, context.toOpaque())
+        // libcurl's own words for a failure: for TLS, which check failed (self-signed, expired,
+        // unknown issuer, another name), where its error code says only "not OK".
+        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        defer { errorBuffer.deallocate() }
+        hh_curl_set_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)
 
         let code: CURLcode
         if let cookies {
@@ -265,14 +271,16 @@ public struct BoundHTTPClient: Sendable {
         } else {
             code = hh_curl_easy_perform(handle)
         }
-        if code != CURLE_OK { throw failure(code, state: state, host: parts.host, url: url, handle: handle) }
+        if code != CURLE_OK {
+            throw failure(code, state: state, host: parts.host, url: url, handle: handle, detail: String(cString: errorBuffer))
+        }
         var status = 0
         hh_curl_get_long(handle, CURLINFO_RESPONSE_CODE, &status)
         return HTTPResponse(status: status, headers: state.headers, body: state.body, url: url, redirects: [])
     }
 
     private func failure(_ code: CURLcode, state: TransferState, host: String, url: String,
-                         handle: UnsafeMutableRawPointer) -> HTTPFailure {
+                         handle: UnsafeMutableRawPointer, detail: String) -> HTTPFailure {
         if let limit = state.exceeded { return HTTPFailure(.tooLarge, limit) }
         if state.cancelled { return HTTPFailure(.timeout, "the command was cancelled") }
         let reason = String(cString: hh_curl_easy_strerror(code))
@@ -296,7 +304,12 @@ public struct BoundHTTPClient: Sendable {
              CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
              CURLE_SSL_INVALIDCERTSTATUS, CURLE_USE_SSL_FAILED, CURLE_SSL_ENGINE_INITFAILED,
              CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CRL_BADFILE:
-            return HTTPFailure(.tls, "\(host): \(reason)")
+            var verifyResult = 0
+            hh_curl_get_long(handle, CURLINFO_SSL_VERIFYRESULT, &verifyResult)
+            // OpenSSL's X509_V_ERR_* number, for the failures whose words name no check.
+            let check = verifyResult != 0 && !detail.contains("certificate problem") ? " (certificate verify result \(verifyResult))" : ""
+            let advice = code == CURLE_PEER_FAILED_VERIFICATION ? "; see \"A portal with a bad certificate\" in docs/OPERATIONS.md" : ""
+            return HTTPFailure(.tls, "\(host): \(detail.isEmpty ? reason : detail)\(check)\(advice)")
         default:
             return HTTPFailure(.protocol, "\(url): \(reason)")
         }

@@ -73,7 +73,7 @@ extension HotspotEvent {
     /// and each of its fields as `HH_*`, so `journalctl HH_NETWORK=Grand-Hotel HH_RESULT=failure`
     /// selects on them.
     public func journalFields(at time: EventTime) -> [(name: String, value: String)] {
-        var fields: [(name: String, value: String)] = [("MESSAGE", timelineLine(colored: false)),
+        var fields: [(name: String, value: String)] = [("MESSAGE", timelineLine(colored: false, keepingNewlines: true)),
                                                        ("PRIORITY", String(journalPriority.rawValue)),
                                                        ("MESSAGE_ID", journalMessageID), ("SYSLOG_IDENTIFIER", "hotspot-helper"),
                                                        ("HH_REALTIME_USEC", time.microseconds)]
@@ -163,41 +163,44 @@ extension HotspotEvent {
         }
     }
 
-    /// A line of the readable timeline.
-    public func timelineLine(colored: Bool) -> String {
+    /// A line of the readable timeline. Every text in it came from outside (SSIDs, portals'
+    /// URLs, scripts' names, messages and errors): each has its control characters escaped,
+    /// newlines too unless `keepingNewlines` (the journal's entries are records of their own).
+    public func timelineLine(colored: Bool, keepingNewlines: Bool = false) -> String {
         func paint(_ text: String, _ code: String) -> String { colored ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
-        let network = self.network.map { "[\($0)] " } ?? ""
+        func safe(_ text: String) -> String { text.escapingControlCharacters(keepingNewlines: keepingNewlines) }
+        let network = self.network.map { "[\(safe($0))] " } ?? ""
         switch self {
         case .command(let event):
             let painted = paint(event.result.rawValue, event.result == .success ? "32" : event.result == .failure ? "31" : "33")
             let confidence = event.confidence.map { " confidence \($0.rawValue)" } ?? ""
-            let error = event.error.map { " — " + paint($0, "31") } ?? ""
-            return "\(network)\(event.command.rawValue) → \(event.helper): \(painted)\(confidence)"
+            let error = event.error.map { " — " + paint(safe($0), "31") } ?? ""
+            return "\(network)\(event.command.rawValue) → \(safe(event.helper)): \(painted)\(confidence)"
                 + " (\(event.milliseconds.withOneDecimal) ms)\(error)"
         case .state(let event):
-            let by = event.helper.map { " (\($0))" } ?? ""
+            let by = event.helper.map { " (\(safe($0)))" } ?? ""
             return "\(network)\(event.from.rawValue) ⇒ \(paint(event.to.rawValue, "1"))\(by)"
         case .done(let event):
-            let by = event.helper.map { " by \($0)" } ?? " with no helper"
+            let by = event.helper.map { " by \(safe($0))" } ?? " with no helper"
             return "\(network)done: \(paint(event.state.rawValue, event.state == .authenticated ? "32;1" : "31;1"))\(by)"
         case .log(let event):
-            let source = event.helper.map { "\($0): " } ?? ""
+            let source = event.helper.map { "\(safe($0)): " } ?? ""
             let level = paint(event.level.rawValue, event.level == .error || event.level == .warn ? "33" : "2")
-            return "\(network)\(level) \(source)\(event.message)"
+            return "\(network)\(level) \(source)\(safe(event.message))"
         case .reload(let event):
             var parts: [String] = []
-            if !event.added.isEmpty { parts.append("added " + event.added.joined(separator: ", ")) }
-            if !event.reloaded.isEmpty { parts.append("reloaded " + event.reloaded.joined(separator: ", ")) }
-            if !event.removed.isEmpty { parts.append("removed " + event.removed.joined(separator: ", ")) }
+            if !event.added.isEmpty { parts.append("added " + event.added.map(safe).joined(separator: ", ")) }
+            if !event.reloaded.isEmpty { parts.append("reloaded " + event.reloaded.map(safe).joined(separator: ", ")) }
+            if !event.removed.isEmpty { parts.append("removed " + event.removed.map(safe).joined(separator: ", ")) }
             if parts.isEmpty { parts.append(event.problems.isEmpty ? "nothing changed" : "nothing loaded") }
-            var line = "reload (\(event.reason)): " + parts.joined(separator: "; ")
-            for problem in event.problems { line += "\n  " + paint(problem, "31") }
+            var line = "reload (\(safe(event.reason))): " + parts.joined(separator: "; ")
+            for problem in event.problems { line += "\n  " + paint(safe(problem), "31") }
             if !event.problems.isEmpty { line += "\n  scripts that loaded before keep their last good version" }
             return line
         case .connectivity(let event):
-            let portal = event.portalURL.map { " at \($0)" } ?? ""
+            let portal = event.portalURL.map { " at \(safe($0))" } ?? ""
             let over = event.interfaceKind.map { " over \($0.rawValue)" } ?? ""
-            let after = event.helper.map { " after \($0)'s success" } ?? ""
+            let after = event.helper.map { " after \(safe($0))'s success" } ?? ""
             return "\(network)connectivity: \(paint(event.verdict.rawValue, event.verdict == .connected ? "32" : "33"))\(portal)\(over)\(after)"
         }
     }

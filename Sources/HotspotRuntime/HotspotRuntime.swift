@@ -60,11 +60,14 @@ extension HotspotMachine where Transport == ScriptTransport {
     public typealias Configuration = RuntimeConfiguration
 
     /// A runtime whose helpers are venue scripts loaded into `engine`, remembering in
-    /// `persistence`; every event goes to `events` with the secrets' values taken out.
+    /// `persistence`; every event goes to `events` with the secrets' values taken out, then its
+    /// texts cut to a log line's length (an error can quote a whole portal page, and every
+    /// reply, event and journal line carries it; cut after redaction, so no secret is cut
+    /// into a part redaction would miss).
     public init(engine: LuaEngine, helpers: [HelperScript], persistence: StateDirectory,
                 configuration: RuntimeConfiguration = .init(), events: @escaping @Sendable (HotspotEvent) -> Void) {
         let secrets = configuration.secrets
-        let emit: @Sendable (HotspotEvent) -> Void = { events(secrets.redact($0)) }
+        let emit: @Sendable (HotspotEvent) -> Void = { events(secrets.redact($0).mappingText { $0.boundedLikeALogLine() }) }
         for warning in persistence.warnings { emit(.log(.warn, warning)) }
         self.init(helpers: helpers,
                   transport: ScriptTransport(engine: engine, stateDirectory: persistence, configuration: configuration, events: emit),

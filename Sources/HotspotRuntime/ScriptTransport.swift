@@ -153,11 +153,16 @@ public final class ScriptTransport: HelperTransport {
         }
         var (response, store) = Self.interpret(outcome)
         if response.result == .uiRequired, response.questions == nil { response.questions = helper.questions }
+        // Shown by `status` and the person's page, which events' redaction does not reach.
+        response.questions = response.questions.map(configuration.secrets.redact)
         if let store, let network {
             do {
                 try stateDirectory.setStore(store, helper: helper.id, ssid: network.ssid)
             } catch {
-                return .failure("cmd.store could not be saved: \(error)")
+                // The device's storage, not the helper: its answer (and the portal's real
+                // session) stands, and the store is kept in memory and written later.
+                emit(.log(.error, "cmd.store could not be saved: \(error)", network: network.ssid, helper: helper.id,
+                          command: request.command))
             }
         }
         return response

@@ -26,16 +26,102 @@ public struct Secrets: Sendable, Equatable {
 
     public func of(helper: String) -> [String: String] { sections[helper] ?? [:] }
 
+    /// The text with every secret's value replaced by `[secret]`, wherever its bytes are,
+    /// however the text's characters combine around it, and in every form the runtime and
+    /// the libraries it uses write text: percent-encoded (a URL in `cmd:http`'s failures, any
+    /// case of hex), form-encoded (`+` for a space) and JSON-escaped, or a mix of them.
     public func redact(_ text: String) -> String {
-        // On the UTF-8 bytes: a secret is found wherever its bytes are, however the text's
-        // characters combine around it.
-        let hidden = values.reduce(Array(text.utf8)) { $0.replacing(Array($1.utf8), with: Array("[secret]".utf8)) }
+        guard !values.isEmpty else { return text }
+        let bytes = Array(text.utf8)
+        let secrets = values.map { Array($0.utf8) }
+        var hidden: [UInt8] = []
+        hidden.reserveCapacity(bytes.count)
+        var position = 0
+        while position < bytes.count {
+            // Longest secrets first, so one containing another is hidden whole.
+            if let end = secrets.lazy.compactMap({ Self.match($0, in: bytes, at: position) }).first {
+                hidden += Array("[secret]".utf8)
+                position = end
+            } else {
+                hidden.append(bytes[position])
+                position += 1
+            }
+        }
         return String(decoding: hidden, as: UTF8.self)
     }
 
     public func redact(_ event: HotspotEvent) -> HotspotEvent {
         guard !values.isEmpty else { return event }
         return event.mappingText(redact)
+    }
+
+    /// The questions with the secrets taken out of everything shown (the title, the message,
+    /// labels): `status` and the person's page show them to the control group, who may not
+    /// read the secrets file. Names and option values stay: they are what the answers carry.
+    public func redact(_ questions: PersonQuestions) -> PersonQuestions {
+        guard !values.isEmpty else { return questions }
+        var redacted = questions
+        redacted.title = redact(questions.title)
+        redacted.message = questions.message.map(redact)
+        for index in redacted.fields.indices {
+            redacted.fields[index].label = redact(redacted.fields[index].label)
+            for option in redacted.fields[index].options.indices {
+                redacted.fields[index].options[option].label = redact(redacted.fields[index].options[option].label)
+            }
+        }
+        return redacted
+    }
+
+    /// Where `secret` ends when it starts at `start` of `text`, each of its bytes there as
+    /// itself or encoded; nil when it does not.
+    static func match(_ secret: [UInt8], in text: [UInt8], at start: Int) -> Int? {
+        var position = start
+        var index = 0
+        while index < secret.count {
+            guard position < text.count else { return nil }
+            let byte = secret[index]
+            if text[position] == byte {
+                position += 1
+            } else if text[position] == UInt8(ascii: "%"), position + 2 < text.count,
+                      UInt8(String(decoding: text[position + 1...position + 2], as: UTF8.self), radix: 16) == byte {
+                position += 3
+            } else if byte == UInt8(ascii: " "), text[position] == UInt8(ascii: "+") {
+                position += 1
+            } else if text[position] == UInt8(ascii: "\\"), position + 1 < text.count,
+                      let (consumed, scalarBytes) = jsonEscape(text, at: position),
+                      secret[index...].starts(with: scalarBytes) {
+                position += consumed
+                index += scalarBytes.count
+                continue
+            } else {
+                return nil
+            }
+            index += 1
+        }
+        return position
+    }
+
+    /// The JSON escape at `position` (a backslash): how many bytes it takes, and the UTF-8
+    /// bytes it stands for (a surrogate pair is one character).
+    private static func jsonEscape(_ text: [UInt8], at position: Int) -> (Int, [UInt8])? {
+        let simple: [UInt8: UInt8] = [UInt8(ascii: "\""): UInt8(ascii: "\""), UInt8(ascii: "\\"): UInt8(ascii: "\\"),
+                                      UInt8(ascii: "/"): UInt8(ascii: "/"), UInt8(ascii: "b"): 8, UInt8(ascii: "f"): 12,
+                                      UInt8(ascii: "n"): 10, UInt8(ascii: "r"): 13, UInt8(ascii: "t"): 9]
+        if let byte = simple[text[position + 1]] { return (2, [byte]) }
+        guard let unit = utf16Unit(text, at: position) else { return nil }
+        if UTF16.isLeadSurrogate(unit) {
+            guard let trail = utf16Unit(text, at: position + 6), UTF16.isTrailSurrogate(trail),
+                  let scalar = Unicode.Scalar(0x10000 + (UInt32(unit - 0xD800) << 10) + UInt32(trail - 0xDC00)) else { return nil }
+            return (12, Array(String(Character(scalar)).utf8))
+        }
+        guard let scalar = Unicode.Scalar(unit) else { return nil }
+        return (6, Array(String(Character(scalar)).utf8))
+    }
+
+    /// The code unit of a `\uXXXX` escape at `position`.
+    private static func utf16Unit(_ text: [UInt8], at position: Int) -> UInt16? {
+        guard position + 6 <= text.count, text[position] == UInt8(ascii: "\\"), text[position + 1] == UInt8(ascii: "u") else { return nil }
+        return UInt16(String(decoding: text[(position + 2)..<(position + 6)], as: UTF8.self), radix: 16)
     }
 
     /// Reads and checks the file; every problem names the file, the line and the fix.

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import FoundationEssentials
 import LinuxFiles
 import Locking
@@ -11,10 +12,23 @@ public import HotspotCore
 /// (temporary file, fsync, rename, fsync of the directory), so a `kill -9` at any moment
 /// leaves either the old or the new file. A file that cannot be read is moved aside and
 /// reported, never silently dropped. Without a path everything stays in memory.
+///
+/// A write that fails (a full file system, a directory made read-only) changes nothing of
+/// what the runtime knows: the change is kept in memory, the error says so, and the file is
+/// written again every `retryInterval` until it can be. A storage fault is the device's
+/// problem, not a helper's.
 public final class StateDirectory: HotspotPersistence {
     public let path: String?
     private let state: PlainLock<PersistentState>
     private let stores: PlainLock<[String: [String: [String: String]]]>
+    /// The latest content of each file whose write failed, by path, and whether a retry is
+    /// due. Held through every write, so a retry never overwrites a newer file.
+    private let unsaved = PlainLock(Unsaved())
+    private struct Unsaved {
+        var files: [String: Data] = [:]
+        var retrying = false
+    }
+    private let retryInterval: Duration
     /// Files that were set aside because they could not be read.
     public let warnings: [String]
     /// Holds the directory for this process (see `DirectoryOwner`); nil in memory.
@@ -22,8 +36,9 @@ public final class StateDirectory: HotspotPersistence {
 
     public static let storeLimit = 16384
 
-    public init(path: String?) throws {
+    public init(path: String?, retryInterval: Duration = .seconds(10)) throws {
         self.path = path
+        self.retryInterval = retryInterval
         var warnings: [String] = []
         var loaded = PersistentState()
         var stores: [String: [String: [String: String]]] = [:]
@@ -33,6 +48,12 @@ public final class StateDirectory: HotspotPersistence {
                                                         attributes: [.posixPermissions: 0o700])
             } catch {
                 let reason = ((error as? CocoaError)?.underlying as? POSIXError).map { String(cString: strerror($0.code.rawValue)) }
+                var isDirectory = false
+                // One that is there but read-only is not one that could not be made.
+                if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory {
+                    throw StateDirectoryError("the state directory \(path) is there, but \(path)/store cannot be made in it: "
+                                              + "\(reason ?? "\(error)"); the daemon's user must be able to write there")
+                }
                 throw StateDirectoryError("cannot create the state directory \(path): \(reason ?? "\(error)")")
             }
             do {
@@ -64,14 +85,15 @@ public final class StateDirectory: HotspotPersistence {
 
     public var snapshot: PersistentState { state.withLock { $0 } }
 
-    /// Changes the state and writes it before returning.
+    /// Changes the state and writes it before returning; when the write fails, the change is
+    /// kept all the same and the error says it will be written later.
     public func update(_ change: (inout PersistentState) -> Void) throws {
         try state.withLock { state in
             var next = state
             change(&next)
             guard next != state else { return }
-            if let path { try Self.writeAtomically(try Self.encoder.encode(next), to: path + "/state.json") }
             state = next
+            if let path { try save(try Self.encoder.encode(next), to: path + "/state.json") }
         }
     }
 
@@ -83,10 +105,44 @@ public final class StateDirectory: HotspotPersistence {
         try stores.withLock { stores in
             var helperStores = stores[helper] ?? [:]
             helperStores[ssid] = values.isEmpty ? nil : values
-            if let path {
-                try Self.writeAtomically(try Self.encoder.encode(helperStores), to: path + "/store/\(helper).json")
-            }
             stores[helper] = helperStores
+            if let path { try save(try Self.encoder.encode(helperStores), to: path + "/store/\(helper).json") }
+        }
+    }
+
+    /// Whether every change is on disk (no write waits to be retried).
+    public var isSaved: Bool { unsaved.withLock { $0.files.isEmpty } }
+
+    private func save(_ data: Data, to file: String) throws {
+        try unsaved.withLock { (unsaved: inout Unsaved) throws(StateDirectoryError) in
+            do {
+                try Self.writeAtomically(data, to: file)
+                unsaved.files[file] = nil
+            } catch {
+                unsaved.files[file] = data
+                if !unsaved.retrying {
+                    unsaved.retrying = true
+                    scheduleRetry()
+                }
+                let kept = "the change is kept in memory and written again every \(retryInterval) until it can be"
+                throw StateDirectoryError("\(error); \(kept)")
+            }
+        }
+    }
+
+    private func scheduleRetry() {
+        let (seconds, attoseconds) = retryInterval.components
+        let delay = DispatchTimeInterval.nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in self?.retry() }
+    }
+
+    private func retry() {
+        unsaved.withLock { unsaved in
+            for (file, data) in unsaved.files where (try? Self.writeAtomically(data, to: file)) != nil {
+                unsaved.files[file] = nil
+            }
+            unsaved.retrying = !unsaved.files.isEmpty
+            if unsaved.retrying { scheduleRetry() }
         }
     }
 
@@ -126,7 +182,7 @@ public final class StateDirectory: HotspotPersistence {
             + (moved ? "it was moved to \(aside) and the runtime starts without it" : "it was left in place"))
     }
 
-    static func writeAtomically(_ data: Data, to file: String) throws {
+    static func writeAtomically(_ data: Data, to file: String) throws(StateDirectoryError) {
         let temporary = file + ".tmp-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw StateDirectoryError("cannot write \(temporary): \(String(cString: strerror(errno)))") }

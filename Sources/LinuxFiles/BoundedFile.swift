@@ -5,16 +5,20 @@ import Glibc
 /// Reads a whole file only when it is no larger than its kind allows: a state file, a script
 /// or a secrets file hundreds of megabytes long (damaged, or not what was meant) would cost
 /// the daemon that much memory at every start, over a service's memory limit. The size is
-/// checked on the opened file, before anything is read.
+/// checked on the opened file, before anything is read. The file is opened non-blocking and
+/// must be a regular file: a FIFO or a device where a script, a secrets or a state file is
+/// expected would otherwise block `open` (and then `read`) for good, and with it the daemon's
+/// reload, its control socket and its stop.
 package enum BoundedFile {
     package static let mebibyte = 1 << 20
 
     package static func read(_ path: String, limit: Int) throws(BoundedFileError) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw .unreadable(String(cString: strerror(errno))) }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw .notRegular(kind(of: status.st_mode)) }
         guard Int(status.st_size) <= limit else { throw .tooLarge(size: Int(status.st_size), limit: limit) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
@@ -28,15 +32,29 @@ package enum BoundedFile {
             guard bytes.count <= limit else { throw .tooLarge(size: bytes.count, limit: limit) }
         }
     }
+
+    private static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: "a directory"
+        case S_IFIFO: "a FIFO"
+        case S_IFSOCK: "a socket"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        default: "a special file"
+        }
+    }
 }
 
 package enum BoundedFileError: Error, CustomStringConvertible {
     case unreadable(String)
     case tooLarge(size: Int, limit: Int)
+    /// What the path is instead of a regular file.
+    case notRegular(String)
 
     package var description: String {
         switch self {
         case .unreadable(let reason): "cannot read the file: \(reason)"
+        case .notRegular(let kind): "cannot read the file: it is \(kind), not a regular file"
         case .tooLarge(let size, let limit):
             "the file is \(size) bytes, over the limit of \(limit % BoundedFile.mebibyte == 0 ? "\(limit / BoundedFile.mebibyte) MiB" : "\(limit) bytes")"
         }

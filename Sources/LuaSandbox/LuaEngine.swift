@@ -436,14 +436,17 @@ private final class WorkerSlot: Sendable {
         /// Hands the answer on and wakes its taker at once.
         func answerNow(_ outcome: RawOutcome) { answer?(outcome)?() }
         /// When the worker is killed if the request has not been answered.
-        let killAt: Int64?
+        var killAt: Int64?
         /// A script version to remember for reloads once it loads.
         var installing: (id: UInt32, source: ScriptSource)? = nil
         /// The request's frame, sent again to a replacement worker when the request only
         /// shared its worker with what ended it; nil for requests never sent again.
         var frame: [UInt8]? = nil
-        /// Its deadline (monotonic nanoseconds): past it, it is not sent again.
+        /// Its deadline (monotonic nanoseconds): past it, it is not sent again, unless it
+        /// never ran (then it is sent again with the whole `budget` its deadline gave it).
         var deadline: Int64? = nil
+        /// How long its deadline gave it when it was sent (nanoseconds).
+        var budget: Int64? = nil
         /// Why it was sent again; a request is sent again at most once.
         var rerunReason: String? = nil
         /// Cancelled, and answered already: the worker is killed if it has not stopped the
@@ -460,6 +463,11 @@ private final class WorkerSlot: Sendable {
         var failure: String?
         var watchdogAt: Int64?
         var replacements: [WorkerReplacementCause: Int] = [:]
+        /// Before a worker is ended for calls past their deadlines, it is asked which calls
+        /// have not run (`WorkerFrame.survey`): until when its answer is waited for, and the
+        /// answer.
+        var surveyUntil: Int64?
+        var unstarted: Set<UInt64>?
     }
 
     let index: Int
@@ -503,7 +511,7 @@ private final class WorkerSlot: Sendable {
             await withCheckedContinuation { continuation in
                 send(bytes, [(id, Pending(answer: { outcome in { continuation.resume(returning: outcome) } },
                                           killAt: killAt(deadline), installing: installing, frame: bytes,
-                                          deadline: deadline?.nanoseconds))])
+                                          deadline: deadline?.nanoseconds, budget: Self.budget(deadline)))])
             }
         } onCancel: {
             cancel([id])
@@ -543,6 +551,7 @@ private final class WorkerSlot: Sendable {
     func submit(_ frames: [(index: Int, frame: WorkerFrame, installing: (UInt32, ScriptSource)?)], deadline: Deadline?,
                 deliver: @escaping @Sendable (Int, RawOutcome) -> WakeUp?) -> [UInt64] {
         let killAt = killAt(deadline)
+        let budget = Self.budget(deadline)
         var bytes: [UInt8] = []
         var requests: [(UInt64, Pending)] = []
         for (index, frame, installing) in frames {
@@ -550,7 +559,7 @@ private final class WorkerSlot: Sendable {
             let encoded = frame.encoded(id: id)
             bytes += encoded
             requests.append((id, Pending(answer: { deliver(index, $0) }, killAt: killAt, installing: installing, frame: encoded,
-                                         deadline: deadline?.nanoseconds)))
+                                         deadline: deadline?.nanoseconds, budget: budget)))
         }
         send(bytes, requests)
         return requests.map(\.0)
@@ -558,6 +567,10 @@ private final class WorkerSlot: Sendable {
 
     private func killAt(_ deadline: Deadline?) -> Int64? {
         deadline.map { $0.nanoseconds.addingReportingOverflow(configuration.killGrace.nanoseconds).partialValue }
+    }
+
+    private static func budget(_ deadline: Deadline?) -> Int64? {
+        deadline.map { $0.nanoseconds.subtractingReportingOverflow(sbx_monotonic_ns()).partialValue }
     }
 
     /// Records the requests as pending and writes their frames, or answers them at once
@@ -631,12 +644,21 @@ private final class WorkerSlot: Sendable {
                 // The answers before a frame that is not one still count; the worker then ends.
                 var outcomes: [(id: UInt64, outcome: RawOutcome)] = []
                 outcomes.reserveCapacity(bodies.count)
-                for body in bodies {
-                    guard case (let id, .outcome(let outcome))? = try? WorkerFrame.decode(body) else { break }
-                    outcomes.append((id, outcome))
+                var unstarted: [UInt64]?
+                var valid = true
+                for body in bodies where valid {
+                    switch try? WorkerFrame.decode(body) {
+                    case (let id, .outcome(let outcome))?: outcomes.append((id, outcome))
+                    case (_, .unstarted(let ids))?: unstarted = ids
+                    default: valid = false
+                    }
                 }
                 let answered = state.withLock { state -> [(Pending, RawOutcome)] in
                     guard state.generation == generation else { return [] }
+                    if let unstarted, state.surveyUntil != nil {
+                        state.unstarted = Set(unstarted)
+                        scheduleWatchdog(sbx_monotonic_ns(), &state)  // the worker is ended now
+                    }
                     return outcomes.compactMap { id, outcome in
                         guard let pending = state.pending.removeValue(forKey: id) else { return nil }
                         if let installing = pending.installing, outcome.succeeded {
@@ -649,7 +671,7 @@ private final class WorkerSlot: Sendable {
                 }
                 let wakeUps = answered.compactMap { pending, outcome in pending.answer?(outcome) }
                 for wakeUp in wakeUps { wakeUp() }
-                return outcomes.count == bodies.count
+                return valid
             }
             workerEnded(process, generation: generation)
         }
@@ -703,6 +725,8 @@ private final class WorkerSlot: Sendable {
         state.pending = [:]
         state.generation += 1
         state.watchdogAt = nil
+        state.surveyUntil = nil
+        state.unstarted = nil
         do {
             let replacement = try WorkerProcess.spawn(executable: configuration.workerExecutable)
             state.process = replacement
@@ -749,6 +773,9 @@ private final class WorkerSlot: Sendable {
     /// memory cap: a stopped worker is noticed this soon, not at the calls' deadlines (45 s
     /// by default).
     static let stoppedCheckInterval: Int64 = 1_000_000_000
+    /// How long a worker about to be ended is given to say which calls have not run; its
+    /// reader thread, which answers, is never a call's.
+    static let surveyWait: Int64 = 500_000_000
 
     private func watchdogFired() {
         let (overran, replaced) = state.withLock { state -> ([Pending], Replacement?) in
@@ -772,14 +799,46 @@ private final class WorkerSlot: Sendable {
                 scheduleWatchdog(min(next, now + Self.stoppedCheckInterval), &state)
                 return ([], nil)
             }
-            for id in expired.keys { state.pending.removeValue(forKey: id) }
-            state.process?.kill()  // its reader reaps it
             let cancelIgnored = expired.values.allSatisfy(\.isCancelled)
+            // Before it is ended, the worker says which calls have not run: those only waited
+            // behind the one that overran (a C function holds their group's state for good),
+            // and are sent again with their whole deadline, never reported past it.
+            if !cancelIgnored, state.unstarted == nil, let process = state.process {
+                let until = state.surveyUntil ?? now + Self.surveyWait
+                if state.surveyUntil == nil {
+                    state.surveyUntil = until
+                    if !process.write(WorkerFrame.survey.encoded(id: 0)) { state.surveyUntil = now }
+                }
+                if now < until {
+                    scheduleWatchdog(until, &state)
+                    return ([], nil)
+                }
+            }
+            let unstarted = state.unstarted ?? []
+            var overran: [Pending] = []
+            for (id, request) in expired {
+                if unstarted.contains(id), !request.isCancelled {
+                    // Left pending either way: renewed, it runs again; already run again once,
+                    // replacing the worker fails it as lost, never as past its own deadline.
+                    if request.rerunReason == nil, let budget = request.budget, let frame = request.frame,
+                       let renewed = WorkerFrame.withDeadline(frame, now + budget) {
+                        var again = request
+                        again.deadline = now + budget
+                        again.killAt = (now + budget).addingReportingOverflow(configuration.killGrace.nanoseconds).partialValue
+                        again.frame = renewed
+                        state.pending[id] = again
+                    }
+                } else {
+                    state.pending.removeValue(forKey: id)
+                    overran.append(request)
+                }
+            }
+            state.process?.kill()  // its reader reaps it
             let reason = cancelIgnored
                 ? "its worker was restarted because another call there went on \(configuration.cancelGrace) after it was cancelled"
                 : "its worker was restarted because another call there overran its deadline"
-            return (Array(expired.values), replaceWorker(&state, reason: reason, cause: cancelIgnored ? .cancelIgnored : .deadline,
-                                                         rerunningTheRest: true))
+            return (overran, replaceWorker(&state, reason: reason, cause: cancelIgnored ? .cancelIgnored : .deadline,
+                                           rerunningTheRest: true))
         }
         for request in overran {
             request.answerNow(RawOutcome(

@@ -34,6 +34,8 @@ public enum SandboxWorker {
         // Die with the supervisor, whatever kills it; and check it did not die already.
         _ = sbx_die_with_parent()
         guard getppid() == parent else { exit(0) }
+        // Before any credential reaches it: a crash must not write the venue's password to disk.
+        _ = sbx_forbid_core_dumps()
         signal(SIGPIPE, SIG_IGN)
         let worker = Worker(modules: modules)
         if let started {
@@ -308,7 +310,14 @@ private final class Worker: Sendable {
                                 book.cancelledBeforeStart.insert(id)
                             }
                         }
-                    case .outcome:
+                    case .survey:
+                        // Answered from this thread, which no call holds: the calls queued,
+                        // and those whose group another call holds (in a C function, for good).
+                        let unstarted = requests.withLock { book in
+                            Array(book.queued) + book.running.filter { $0.value.isWaitingForGroup }.map(\.key)
+                        }
+                        answers.send(WorkerFrame.unstarted(ids: unstarted).encoded(id: id), now: true)
+                    case .outcome, .unstarted:
                         throw LuaValueCodec.MalformedError()
                     }
                 }

@@ -515,4 +515,6 @@ public struct InterruptHandle: @unchecked Sendable {
     // The C side reads the flag atomically; the owner keeps the state alive.
     let state: OpaquePointer
     public func interrupt() { sbx_interrupt(state) }
+    /// Whether its call waits for the group's state, held by another script's call.
+    public var isWaitingForGroup: Bool { sbx_waiting_for_group(state) != 0 }
 }

@@ -15,13 +15,19 @@ enum WorkerFrame: Sendable {
     case unload(script: UInt32)
     /// Stop the request with this frame's id.
     case cancel
+    /// Which calls have not started, or wait for their group: the supervisor asks before it
+    /// ends the worker for calls past their deadlines, to tell those calls from the others.
+    case survey
     /// Worker to supervisor: what a load or call produced.
     case outcome(RawOutcome)
+    /// Worker to supervisor, answering `survey`: the calls that have not run (queued, or
+    /// waiting for their group).
+    case unstarted(ids: [UInt64])
 
     static let maximumLength = 64 << 20
 
     private enum Kind: UInt8 {
-        case configure = 1, load, call, unload, cancel, outcome
+        case configure = 1, load, call, unload, cancel, outcome, survey, unstarted
     }
 
     func encoded(id: UInt64) -> [UInt8] {
@@ -60,6 +66,12 @@ enum WorkerFrame: Sendable {
             LuaValueCodec.appendUInt32(script, to: &body)
         case .cancel:
             kind = .cancel
+        case .survey:
+            kind = .survey
+        case .unstarted(let ids):
+            kind = .unstarted
+            LuaValueCodec.appendUInt32(UInt32(ids.count), to: &body)
+            for id in ids { LuaValueCodec.appendUInt64(id, to: &body) }
         case .outcome(let outcome):
             kind = .outcome
             LuaValueCodec.appendUInt32(UInt32(bitPattern: outcome.status), to: &body)
@@ -77,6 +89,21 @@ enum WorkerFrame: Sendable {
         LuaValueCodec.appendUInt64(id, to: &frame)
         frame.append(contentsOf: body)
         return frame
+    }
+
+    /// The encoded call or load frame `bytes` (with its length) with `deadline` in place of
+    /// its own, and its id; nil for any other frame.
+    static func withDeadline(_ bytes: [UInt8], _ deadline: Int64) -> [UInt8]? {
+        guard bytes.count > 4, let (id, frame) = try? decode(Array(bytes[4...])) else { return nil }
+        switch frame {
+        case .call(let script, let entry, let arguments, _, let cpuLimit):
+            return WorkerFrame.call(script: script, entry: entry, arguments: arguments, deadline: deadline, cpuLimit: cpuLimit)
+                .encoded(id: id)
+        case .load(let script, let source, _):
+            return WorkerFrame.load(script: script, source: source, deadline: deadline).encoded(id: id)
+        default:
+            return nil
+        }
     }
 
     /// Decodes one frame body (everything after the length).
@@ -108,6 +135,14 @@ enum WorkerFrame: Sendable {
             return (id, .unload(script: try reader.uint32()))
         case .cancel:
             return (id, .cancel)
+        case .survey:
+            return (id, .survey)
+        case .unstarted:
+            let count = try reader.uint32()
+            guard Int(count) * 8 <= reader.remaining else { throw .init() }
+            var ids: [UInt64] = []
+            for _ in 0..<count { ids.append(try reader.uint64()) }
+            return (id, .unstarted(ids: ids))
         case .outcome:
             let status = Int32(bitPattern: try reader.uint32())
             let results = try reader.string()

@@ -5,6 +5,7 @@ import FoundationEssentials
 import HotspotNetwork
 import HotspotCore
 import Spawning
+import LinuxFiles
 
 /// Where the platform has put a network's RFC 8910 Captive Portal API URI (DHCPv4 option
 /// 114), best effort: NetworkManager (`nmcli -g DHCP4.OPTION device show IFACE`), then
@@ -39,23 +40,60 @@ public enum CaptivePortalAPIDiscovery {
 
     /// The URI and where it was found, or nil when no source has one.
     public static func uri(forInterface interface: String, in places: Places = .system) -> (uri: String, source: String)? {
-        if let nmcli = places.nmcli, let output = run(nmcli, ["-g", "DHCP4.OPTION", "device", "show", interface]),
-           let uri = fromNetworkManager(output) {
-            return (uri, "NetworkManager")
+        firstFound(interface, places, nmcliField: "DHCP4.OPTION", fromNetworkManager,
+                   fromNetworkdLease, { fromDhclientLeases($0, interface: interface) })
+            .map { (uri: $0.found, source: $0.source) }
+    }
+
+    /// The name servers DHCP gave `interface` (IPv4), and where they were found, or nil: the
+    /// network's own resolvers, which a VPN that owns the system's resolver does not replace.
+    public static func nameServers(forInterface interface: String, in places: Places = .system) -> (servers: [String], source: String)? {
+        firstFound(interface, places, nmcliField: "IP4.DNS", { addresses(networkManagerValues($0)) },
+                   { lease in addresses(lease.split(separator: "\n").first { $0.hasPrefix("DNS=") }?.dropFirst(4).split(separator: " ") ?? []) },
+                   { leases in
+                       addresses(dhclientOption(leases, interface: interface, names: ["option domain-name-servers "])?
+                           .split(separator: ",") ?? [])
+                   })
+            .map { (servers: $0.found, source: $0.source) }
+    }
+
+    /// What the first source that has it says: NetworkManager's `nmcliField`, then
+    /// systemd-networkd's lease, then dhclient's lease files, each read by its function.
+    private static func firstFound<Found>(
+        _ interface: String, _ places: Places, nmcliField: String, _ fromNetworkManager: (String) -> Found?,
+        _ fromNetworkdLease: (String) -> Found?, _ fromDhclientLeases: (String) -> Found?
+    ) -> (found: Found, source: String)? {
+        if let nmcli = places.nmcli, let output = run(nmcli, ["-g", nmcliField, "device", "show", interface]),
+           let found = fromNetworkManager(output) {
+            return (found, "NetworkManager")
         }
         let index = if_nametoindex(interface)
-        if index != 0, let lease = try? String(contentsOfFile: "\(places.networkdLeases)/\(index)", encoding: .utf8),
-           let uri = fromNetworkdLease(lease) {
-            return (uri, "systemd-networkd")
+        if index != 0, let lease = text(of: "\(places.networkdLeases)/\(index)"), let found = fromNetworkdLease(lease) {
+            return (found, "systemd-networkd")
         }
         let leaseDirectory = places.dhclientLeases
         for name in (try? FileManager.default.contentsOfDirectory(atPath: leaseDirectory)) ?? [] where name.hasPrefix("dhclient") {
-            if let leases = try? String(contentsOfFile: leaseDirectory + "/" + name, encoding: .utf8),
-               let uri = fromDhclientLeases(leases, interface: interface) {
-                return (uri, "dhclient")
+            if let leases = text(of: leaseDirectory + "/" + name), let found = fromDhclientLeases(leases) {
+                return (found, "dhclient")
             }
         }
         return nil
+    }
+
+    /// A lease file's text, opened as every file the project reads is (a FIFO there blocks nothing).
+    private static func text(of file: String) -> String? {
+        (try? BoundedFile.read(file, limit: BoundedFile.mebibyte)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The addresses a resolver can be asked at; nil when there are none.
+    private static func addresses(_ values: [Substring]) -> [String]? {
+        let found = values.map { $0.trimmingWhitespace() }.filter(NetworkBinding.isResolverAddress)
+        return found.isEmpty ? nil : found
+    }
+
+    /// The values of `nmcli -g`'s output: separated by ` | ` or new lines.
+    private static func networkManagerValues(_ output: String) -> [Substring] {
+        output.split(whereSeparator: { $0 == "\n" }).flatMap { $0.split(separator: "|") }
     }
 
     /// NetworkManager names option 114 `captive_portal` (or `unknown_114` in older versions),
@@ -64,8 +102,7 @@ public enum CaptivePortalAPIDiscovery {
 
     /// The option in `nmcli -g DHCP4.OPTION`'s output: `name = value` separated by ` | ` or new lines.
     static func fromNetworkManager(_ output: String) -> String? {
-        let entries = output.split(whereSeparator: { $0 == "\n" }).flatMap { $0.components(separatedBy: " | ") }
-        for entry in entries {
+        for entry in networkManagerValues(output) {
             let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingWhitespace() }
             if parts.count == 2, networkManagerOptionNames.contains(parts[0]), !parts[1].isEmpty {
                 return parts[1]
@@ -80,14 +117,19 @@ public enum CaptivePortalAPIDiscovery {
 
     /// The option in the last lease of `interface`: a quoted string, or colon-separated hex.
     static func fromDhclientLeases(_ leases: String, interface: String) -> String? {
+        guard let value = dhclientOption(leases, interface: interface,
+                                         names: ["option captive-portal ", "option default-url ", "option unknown-114 "]) else { return nil }
+        if value.hasPrefix("\"") { return String(value.trimming("\"")) }
+        let bytes = value.split(separator: ":").compactMap { UInt8($0, radix: 16) }
+        return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The value of the first of `names` in the last lease of `interface`, without its `;`.
+    private static func dhclientOption(_ leases: String, interface: String, names: [String]) -> Substring? {
         let blocks = leases.components(separatedBy: "lease {").filter { $0.contains("interface \"\(interface)\";") }
         guard let last = blocks.last else { return nil }
         for line in last.split(separator: "\n").map({ $0.trimmingWhitespace() }) {
-            guard let name = ["option captive-portal ", "option default-url ", "option unknown-114 "].first(where: { line.hasPrefix($0) }) else { continue }
-            let value = line.dropFirst(name.count).trimming(";")
-            if value.hasPrefix("\"") { return String(value.trimming("\"")) }
-            let bytes = value.split(separator: ":").compactMap { UInt8($0, radix: 16) }
-            return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+            if let name = names.first(where: { line.hasPrefix($0) }) { return line.dropFirst(name.count).trimming(";") }
         }
         return nil
     }

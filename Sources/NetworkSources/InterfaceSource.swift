@@ -8,13 +8,17 @@ import LinuxFiles
 /// `--source interface:IFACE:SSID`: a Linux interface treated as a joined network with this
 /// SSID, joined while its link is up with a carrier and left while it is not. The kernel
 /// tells of every change (rtnetlink), so a flap of a second is a leave and a join; the
-/// network's Captive Portal API URI is read from the DHCP leases again whenever a lease file
-/// changes (inotify).
+/// network's Captive Portal API URI and its name servers are read from the DHCP leases again
+/// whenever a lease file changes (inotify). The interface is followed by the name given: a
+/// link renamed away from it is left, and one renamed to it joined.
 public final class InterfaceSource: NetworkSource {
     public let interface: String
     public let ssid: String
     /// Where DHCP option 114 is looked for; nil when the URI is configured rather than discovered.
     private let discovery: CaptivePortalAPIDiscovery.Places?
+    /// Where the name servers DHCP gave are looked for: the network's own resolvers (a VPN
+    /// that owns the system's resolver does not answer for the venue's names).
+    private let nameServerDiscovery: CaptivePortalAPIDiscovery.Places?
     private let wakeUp = WakeUpPipe()
 
     /// Lease files are written whole, but in steps: they are read once changes pause this long.
@@ -23,10 +27,12 @@ public final class InterfaceSource: NetworkSource {
     public var description: String { "interface:\(interface):\(ssid)" }
     public var reportsConnectivity: Bool { false }
 
-    public init(interface: String, ssid: String, discoveringCaptivePortalAPIIn discovery: CaptivePortalAPIDiscovery.Places? = .system) {
+    public init(interface: String, ssid: String, discoveringCaptivePortalAPIIn discovery: CaptivePortalAPIDiscovery.Places? = .system,
+                discoveringNameServersIn nameServerDiscovery: CaptivePortalAPIDiscovery.Places? = .system) {
         self.interface = interface
         self.ssid = ssid
         self.discovery = discovery
+        self.nameServerDiscovery = nameServerDiscovery
     }
 
     public func start() -> AsyncStream<NetworkSourceEvent> {
@@ -35,7 +41,9 @@ public final class InterfaceSource: NetworkSource {
         // A thread of its own, so the blocking poll never holds one of Swift concurrency's threads.
         DispatchQueue(label: "interface-source-\(interface)").async {
             do {
-                self.watch(try LinkNotifications(), self.discovery.map { LeaseWatch(directories: $0.leaseDirectories) }, continuation)
+                let leaseDirectories = [self.discovery, self.nameServerDiscovery].compactMap { $0?.leaseDirectories }.joined()
+                self.watch(try LinkNotifications(), leaseDirectories.isEmpty ? nil : LeaseWatch(directories: Array(Set(leaseDirectories))),
+                           continuation)
             } catch {
                 continuation.yield(.note(.error, "\(self.interface): \(error); \(self.ssid) is not joined"))
             }
@@ -52,21 +60,33 @@ public final class InterfaceSource: NetworkSource {
     private func watch(_ links: LinkNotifications, _ leases: LeaseWatch?, _ events: AsyncStream<NetworkSourceEvent>.Continuation) {
         var isUp: Bool?  // not known until the kernel first says
         var captivePortalAPI: String?
+        var resolvers: [String] = []
+        var follower = LinkFollower(interface: interface)
         var leasesChanged = false
         links.requestAll()
         func discover() {
-            guard let discovery else { return }
-            let found = CaptivePortalAPIDiscovery.uri(forInterface: interface, in: discovery)
-            guard found?.uri != captivePortalAPI else { return }
-            captivePortalAPI = found?.uri
-            events.yield(.note(.info, found.map { "the Captive Portal API of \(interface) is \($0.uri) (from \($0.source))" }
-                                   ?? "\(interface) no longer names a Captive Portal API"))
+            if let discovery {
+                let found = CaptivePortalAPIDiscovery.uri(forInterface: interface, in: discovery)
+                if found?.uri != captivePortalAPI {
+                    captivePortalAPI = found?.uri
+                    events.yield(.note(.info, found.map { "the Captive Portal API of \(interface) is \($0.uri) (from \($0.source))" }
+                                           ?? "\(interface) no longer names a Captive Portal API"))
+                }
+            }
+            if let nameServerDiscovery {
+                let found = CaptivePortalAPIDiscovery.nameServers(forInterface: interface, in: nameServerDiscovery)
+                if found?.servers ?? [] != resolvers {
+                    resolvers = found?.servers ?? []
+                    events.yield(.note(.info, found.map { "the name servers of \(interface) are \($0.servers.joined(separator: ", ")) (from \($0.source))" }
+                                           ?? "\(interface) no longer has name servers from DHCP; the system's resolver answers"))
+                }
+            }
         }
         func network(joinedByItself: Bool) -> NetworkDescription {
-            NetworkDescription(ssid: ssid, didAutoJoin: joinedByItself, interface: interface, captivePortalAPI: captivePortalAPI,
-                               captivePortalAPIIsFromLink: captivePortalAPI != nil)
+            NetworkDescription(ssid: ssid, didAutoJoin: joinedByItself, interface: interface, resolvers: resolvers,
+                               captivePortalAPI: captivePortalAPI, captivePortalAPIIsFromLink: captivePortalAPI != nil)
         }
-        func linkIs(up: Bool) {
+        func linkIs(up: Bool, renamedTo newName: String? = nil) {
             guard up != isUp else { return }
             let first = isUp == nil
             isUp = up
@@ -75,8 +95,10 @@ public final class InterfaceSource: NetworkSource {
                 // The link up when the daemon starts is the operator's join, not an auto-join.
                 events.yield(.joined(network(joinedByItself: !first), reason: first ? "\(interface) is up" : "\(interface) is up: joining"))
             } else {
-                events.yield(.left(network(joinedByItself: true), reason: first ? "\(interface) is down; \(ssid) is joined when it comes up"
-                                                          : "\(interface) is down: leaving"))
+                let reason = if let newName { "\(interface) was renamed \(newName): leaving" }
+                    else if first { "\(interface) is down; \(ssid) is joined when it comes up" }
+                    else { "\(interface) is down: leaving" }
+                events.yield(.left(network(joinedByItself: true), reason: reason))
             }
         }
         while true {
@@ -88,20 +110,44 @@ public final class InterfaceSource: NetworkSource {
             case .timedOut:
                 leasesChanged = false
                 if isUp == true {
-                    let before = captivePortalAPI
+                    let before = (captivePortalAPI, resolvers)
                     discover()
-                    if captivePortalAPI != before { events.yield(.changed(network(joinedByItself: true))) }
+                    if captivePortalAPI != before.0 || resolvers != before.1 { events.yield(.changed(network(joinedByItself: true))) }
                 }
             case .ready:
                 if descriptors[0].revents != 0 {
                     let news = links.read()
                     if news.overflowed { links.requestAll() }
-                    for link in news.links where link.name == interface { linkIs(up: link.isUp) }
+                    for link in news.links {
+                        if let followed = follower.follow(link) { linkIs(up: followed.isUp, renamedTo: followed.renamedTo) }
+                    }
                     if news.allListed, isUp == nil { linkIs(up: false) }  // no such link (yet)
                 }
                 if descriptors.count > 1, descriptors[1].revents != 0, leases?.drain() == true { leasesChanged = true }
             }
         }
+    }
+}
+
+/// Which link is the configured interface: the one with its name, then followed by its index,
+/// so a rename (the same index, another name) is the interface going away, not a link that
+/// stays up forever under the old name.
+struct LinkFollower {
+    let interface: String
+    private var index: Int32?
+
+    init(interface: String) { self.interface = interface }
+
+    /// What `link` says of the interface: whether it is up, and the name it was renamed to;
+    /// nil when it is another link.
+    mutating func follow(_ link: LinkNotifications.Link) -> (isUp: Bool, renamedTo: String?)? {
+        if link.name == interface {
+            index = link.index
+            return (link.isUp, nil)
+        }
+        guard link.index == index else { return nil }
+        index = nil
+        return (false, link.name)
     }
 }
 

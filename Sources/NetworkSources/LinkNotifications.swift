@@ -9,6 +9,8 @@ import Glibc
 final class LinkNotifications {
     /// A link as one message describes it.
     struct Link: Equatable {
+        /// The kernel's index of the link: a renamed link keeps it.
+        let index: Int32
         let name: String
         /// Administratively up (IFF_UP) with a carrier (IFF_LOWER_UP), as the probes see it; a
         /// deleted link is not.
@@ -96,9 +98,11 @@ final class LinkNotifications {
             guard length >= headerSize, offset + length <= bytes.endIndex else { break }
             if (type == newLink || type == deletedLink), length >= headerSize + linkInfoSize {
                 let info = offset + headerSize
+                let index = load(Int32.self, at: info + 4, in: bytes)
                 let flags = load(UInt32.self, at: info + 8, in: bytes)
                 if let name = linkName(bytes[(info + linkInfoSize)..<(offset + length)]) {
-                    news.links.append(Link(name: name, isUp: type == newLink && flags & upFlag != 0 && flags & lowerUpFlag != 0))
+                    news.links.append(Link(index: index, name: name,
+                                           isUp: type == newLink && flags & upFlag != 0 && flags & lowerUpFlag != 0))
                 }
             }
             if type == doneMessage { news.allListed = true }

@@ -139,43 +139,6 @@ extension ManagerView {
         default: nil
         }
     }
-
-    /// An SSID's bytes as text: as they are when they are UTF-8 without control characters;
-    /// otherwise every byte that is not printable text written `\xHH` (and `\` as `\\`), so
-    /// that two SSIDs stay two. `escaped` says which.
-    static func ssidText(_ bytes: [UInt8]) -> (text: String, escaped: Bool) {
-        if let text = String(validating: bytes, as: UTF8.self), !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            return (text, false)
-        }
-        var text = ""
-        var parser = Unicode.UTF8.ForwardParser()
-        var iterator = bytes.makeIterator()
-        var position = 0
-        while true {
-            switch parser.parseScalar(from: &iterator) {
-            case .valid(let encoded):
-                let scalar = Unicode.UTF8.decode(encoded)
-                if scalar == "\\" {
-                    text += "\\\\"
-                } else if scalar.properties.generalCategory == .control {
-                    text += encoded.map { "\\x" + hex($0) }.joined()
-                } else {
-                    text.unicodeScalars.append(scalar)
-                }
-                position += encoded.count
-            case .error(let length):
-                text += bytes[position..<(position + length)].map { "\\x" + hex($0) }.joined()
-                position += length
-            case .emptyInput:
-                return (text, true)
-            }
-        }
-    }
-
-    private static func hex(_ byte: UInt8) -> String {
-        let digits = Array("0123456789abcdef")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xf)]])
-    }
 }
 
 /// Reads NetworkManager's properties, noting each one of a type it did not expect rather than
@@ -259,7 +222,7 @@ private struct PropertyReader {
     mutating func accessPoint(_ objects: NetworkManagerObjects, _ path: String, interface: String) -> NetworkDescription? {
         guard let properties = objects[path, NetworkManagerAPI.accessPoint],
               let bytes = read(properties, "Ssid", of: path, expected: "an array of bytes", { $0.bytes }), !bytes.isEmpty else { return nil }
-        let ssid = ManagerView.ssidText(bytes)
+        let ssid = String.ssid(bytes)
         if ssid.escaped {
             problems.append("the SSID of NetworkManager's \(path) is not plain UTF-8 text; helpers see it written \(ssid.text)")
         }
@@ -318,7 +281,7 @@ enum SecretAgentAnswer: Equatable {
             self = .refused("the connection names no SSID")
             return
         }
-        let ssid = ManagerView.ssidText(bytes).text
+        let ssid = String.ssid(bytes).text
         guard let password = passwords[ssid] else {
             self = .refused("no helper supplied a password for \(ssid)")
             return

@@ -39,7 +39,9 @@ public final class PersonPage: Sendable {
         let daemon = DaemonLink(controlSocket: controlSocket)
         let responder = PersonPageResponder(session: session, daemon: daemon, relay: relay)
         // The event streams never end by themselves: cancelled at a stop rather than waited for.
-        let server = try await RunningHTTPServer.start(responder, host: host, port: port, shutdownGrace: .seconds(1))
+        // Any local user can connect: half-sent requests must not lock the person out.
+        let server = try await RunningHTTPServer.start(responder, host: host, port: port, shutdownGrace: .seconds(1),
+                                                       limits: ConnectionLimits())
         session.port = server.port
         let authority = host.contains(":") ? "[\(host)]:\(server.port)" : "\(host):\(server.port)"
         let url = "http://\(authority)/?token=\(session.token)"

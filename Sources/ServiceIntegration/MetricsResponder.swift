@@ -13,9 +13,12 @@ public struct MetricsResponderError: Error, CustomStringConvertible {
 
 /// The smallest HTTP server that Prometheus can scrape: `GET /metrics` answered with the
 /// exposition, anything else 404 or 405, `Connection: close`. Each connection is answered on
-/// a thread of its own, at most `maximumConnections` at once (one more is closed at once),
-/// and has `requestDeadline` for its whole exchange: a client that trickles or stalls holds
-/// its own thread for that long, and no other client's scrape waits for it.
+/// a thread of its own, and has `requestDeadline` for its whole exchange: a client that
+/// trickles or stalls holds its own thread for that long, and no other client's scrape
+/// waits for it. At most `maximumConnections` are open at once, and `maximumPerPeer` from
+/// one address; a connection past either cap makes room by closing the oldest one (of that
+/// peer, or of all) whose request has not come whole yet. A scraper sends its request at
+/// once, so clients that connect and stall, however many, only ever close one another.
 public final class MetricsResponder: Sendable {
     /// Where to listen: `PORT` (loopback), `ADDRESS:PORT`, or `[IPv6]:PORT`.
     public struct ListenAddress: Sendable, CustomStringConvertible {
@@ -50,6 +53,7 @@ public final class MetricsResponder: Sendable {
     /// Connections answered at once: a scrape comes every 15 s or so from each of a few
     /// Prometheus servers, so more are clients that stall.
     static let maximumConnections = 8
+    static let maximumPerPeer = 4
 
     private let listener: Int32
     private let wakeUp = WakeUpPipe()
@@ -92,9 +96,17 @@ public final class MetricsResponder: Sendable {
 
     deinit { stop() }
 
+    /// The connections open, oldest first.
+    private struct Open {
+        var descriptor: Int32
+        var peer: [UInt8]
+        /// Whether its request came whole (it is being answered, and is not closed for room).
+        var requested = false
+    }
+
     private static func serve(_ listener: Int32, wakeUp: WakeUpPipe, requestDeadline: Duration,
                               exposition: @escaping @Sendable () async -> [UInt8]) {
-        let answering = PlainLock(0)
+        let connections = PlainLock<[Open]>([])
         defer {
             close(listener)
             wakeUp.close()
@@ -105,12 +117,24 @@ public final class MetricsResponder: Sendable {
             let ready = poll(&descriptors, 2, -1)
             if ready < 0, errno == EINTR { continue }
             guard ready > 0, descriptors[0].revents == 0 else { return }
-            let connection = accept(listener, nil, nil)
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let connection = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(listener, $0, &length) }
+            }
             guard connection >= 0 else { continue }
             _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
-            let admitted = answering.withLock { count in
-                guard count < maximumConnections else { return false }
-                count += 1
+            let peer = Self.peer(address)
+            let admitted = connections.withLock { open in
+                let fromPeer = open.filter { $0.peer == peer }
+                let full = fromPeer.count >= maximumPerPeer ? fromPeer : open.count >= maximumConnections ? open : nil
+                if let full {
+                    // Shut down, not closed: its own thread sees the end, forgets it and closes it.
+                    guard let stalled = full.first(where: { !$0.requested }) else { return false }
+                    shutdown(stalled.descriptor, Int32(SHUT_RDWR))
+                    open.removeAll { $0.descriptor == stalled.descriptor }
+                }
+                open.append(Open(descriptor: connection, peer: peer))
                 return true
             }
             guard admitted else {
@@ -122,16 +146,33 @@ public final class MetricsResponder: Sendable {
             // thread of its own while others wait on stalled clients (a concurrent queue's
             // threads are as many as the cores).
             DispatchQueue(label: "metrics-connection").async {
-                answer(connection, until: ContinuousClock.now + requestDeadline, exposition: exposition)
+                answer(connection, until: ContinuousClock.now + requestDeadline, exposition: exposition) {
+                    connections.withLock { open in
+                        if let index = open.firstIndex(where: { $0.descriptor == connection }) { open[index].requested = true }
+                    }
+                }
+                // Forgotten before it is closed, so a number the system gives again is never shut down.
+                connections.withLock { open in open.removeAll { $0.descriptor == connection } }
                 close(connection)
-                answering.withLock { $0 -= 1 }
+            }
+        }
+    }
+
+    /// The peer's address bytes (IPv4 or IPv6, without the port).
+    private static func peer(_ address: sockaddr_storage) -> [UInt8] {
+        withUnsafeBytes(of: address) { bytes in
+            switch Int32(address.ss_family) {
+            case AF_INET: Array(bytes[4..<8])  // sin_addr
+            case AF_INET6: Array(bytes[8..<24])  // sin6_addr
+            default: []
             }
         }
     }
 
     private static func answer(_ connection: Int32, until end: ContinuousClock.Instant,
-                               exposition: @escaping @Sendable () async -> [UInt8]) {
+                               exposition: @escaping @Sendable () async -> [UInt8], requested: () -> Void) {
         guard let requestLine = readRequestLine(connection, until: end) else { return }
+        requested()
         let parts = requestLine.split(separator: " ")
         let response: [UInt8]
         if parts.count != 3 || !parts[2].hasPrefix("HTTP/1.") {

@@ -4,6 +4,7 @@ import Glibc
 import ArgumentParser
 import HotspotCommandLine
 import FoundationEssentials
+import HotspotCore
 import HotspotRuntime
 import HotspotControl
 
@@ -20,9 +21,9 @@ struct DaemonOptions: ParsableArguments {
     func send(_ request: ControlRequest) throws {
         let reply = try exchange(request)
         if reply.ok {
-            print(reply.message)
+            print(reply.message.escapingControlCharacters())
         } else {
-            writeUnbuffered("hotspot-helper: \(reply.message)\n", to: STDERR_FILENO)
+            writeUnbuffered("hotspot-helper: \(reply.message.escapingControlCharacters())\n", to: STDERR_FILENO)
             throw ExitCode(1)
         }
     }

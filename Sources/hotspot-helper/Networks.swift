@@ -98,12 +98,14 @@ struct Networks: AsyncParsableCommand {
     }
 
     func table(_ networks: [NetworkDescription], _ claims: [NetworkClaim]) -> String {
-        let width = max(4, networks.map(\.ssid.count).max() ?? 0)
+        // An SSID with a newline or an escape sequence would forge a line or repaint the terminal.
+        let names = networks.map { $0.ssid.escapingControlCharacters() }
+        let width = max(4, names.map(\.count).max() ?? 0)
         var lines = ["SSID".padded(to: width + 2) + "HELPER"]
-        for network in networks {
-            let claim = claims.first { $0.ssid == network.ssid && ($0.bssid == nil || $0.bssid == network.bssid) }
+        for (network, name) in zip(networks, names) {
+            let claim = claims.first { $0.ssid.utf8.elementsEqual(network.ssid.utf8) && ($0.bssid == nil || $0.bssid == network.bssid) }
             let helper = claim.map { "\($0.displayName) (\($0.helper))" + ($0.password == nil ? "" : ", password supplied") } ?? "-"
-            lines.append(network.ssid.padded(to: width + 2) + helper)
+            lines.append(name.padded(to: width + 2) + helper.escapingControlCharacters())
         }
         return lines.joined(separator: "\n")
     }
@@ -132,6 +134,10 @@ struct Networks: AsyncParsableCommand {
             guard case .string(let ssid)? = entry["ssid"], !ssid.isEmpty else {
                 throw fail("network \(index + 1) has no \"ssid\" string")
             }
+            // 802.11 gives an SSID at most 32 bytes; a longer one is no network's.
+            guard ssid.count <= 32 else {
+                throw fail("network \(index + 1)'s \"ssid\" is \(ssid.count) bytes; an SSID has at most 32")
+            }
             let bssid: [UInt8] = if case .string(let bytes)? = entry["bssid"] { bytes } else { [] }
             let signalStrength: Double = switch entry["signal_strength"] {
             case .number(let value)?: value
@@ -139,7 +145,8 @@ struct Networks: AsyncParsableCommand {
             default: 1
             }
             let isSecure = if case .boolean(let flag)? = entry["is_secure"] { flag } else { false }
-            return NetworkDescription(ssid: String(decoding: ssid, as: UTF8.self), bssid: String(decoding: bssid, as: UTF8.self),
+            // Written as NetworkManager's SSIDs are: two SSIDs that are not UTF-8 stay two.
+            return NetworkDescription(ssid: String.ssid(ssid).text, bssid: String(decoding: bssid, as: UTF8.self),
                                       signalStrength: signalStrength, isSecure: isSecure)
         }
     }

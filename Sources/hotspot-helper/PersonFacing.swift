@@ -9,19 +9,20 @@ import HotspotControl
 /// Asks a helper's questions on the terminal, one field at a time, until each answer does.
 enum TerminalPrompt {
     static func ask(_ questions: PersonQuestions) throws -> [String: String] {
-        writeUnbuffered("\(questions.title)\n")
-        if let message = questions.message { writeUnbuffered("\(message)\n") }
+        // The helper's texts, escaped as every text output escapes what came from outside.
+        writeUnbuffered("\(questions.title.escapingControlCharacters())\n")
+        if let message = questions.message { writeUnbuffered("\(message.escapingControlCharacters())\n") }
         var answers: [String: String] = [:]
         for field in questions.fields {
             while true {
                 let answer = try read(field)
                 if answer.isEmpty {
                     if !field.required { break }
-                    writeUnbuffered("  \(field.label) is required.\n")
+                    writeUnbuffered("  \(field.label.escapingControlCharacters()) is required.\n")
                     continue
                 }
                 if let problem = field.problem(with: answer) {
-                    writeUnbuffered("  \(field.label) \(problem).\n")
+                    writeUnbuffered("  \(field.label.escapingControlCharacters()) \(problem).\n")
                     continue
                 }
                 answers[field.name] = answer
@@ -34,21 +35,24 @@ enum TerminalPrompt {
     /// One answer; a choice may be given by its number.
     private static func read(_ field: PersonQuestions.Field) throws -> String {
         let optional = field.required ? "" : " (optional)"
+        let label = field.label.escapingControlCharacters()
         switch field.kind {
         case .choice:
-            for (index, option) in field.options.enumerated() { writeUnbuffered("  \(index + 1). \(option.label)\n") }
-            writeUnbuffered("\(field.label)\(optional) [1-\(field.options.count)]: ")
+            for (index, option) in field.options.enumerated() {
+                writeUnbuffered("  \(index + 1). \(option.label.escapingControlCharacters())\n")
+            }
+            writeUnbuffered("\(label)\(optional) [1-\(field.options.count)]: ")
             let answer = try line()
             if let number = Int(answer), field.options.indices.contains(number - 1) { return field.options[number - 1].value }
             return answer
         case .checkbox:
-            writeUnbuffered("\(field.label) [y/n]: ")
+            writeUnbuffered("\(label) [y/n]: ")
             return try line()
         case .password:
-            writeUnbuffered("\(field.label)\(optional): ")
+            writeUnbuffered("\(label)\(optional): ")
             return try hiddenLine()
         case .text, .email, .number:
-            writeUnbuffered("\(field.label)\(optional): ")
+            writeUnbuffered("\(label)\(optional): ")
             return try line()
         }
     }
@@ -110,6 +114,8 @@ enum StatusText {
             return "\(helper.id) (\(helper.displayName)\(off))"
         }
         lines.append("helpers: " + (helpers.isEmpty ? "none" : helpers.joined(separator: ", ")))
-        return lines.joined(separator: "\n")
+        // Each line is one line: what came from the daemon (SSIDs, portals' URLs, scripts'
+        // texts and errors) has its control characters escaped.
+        return lines.map { $0.escapingControlCharacters() }.joined(separator: "\n")
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import HotspotCommandLine
 import FoundationEssentials
+import HotspotCore
 import HotspotNetwork
 import ScriptLibraries
 
@@ -84,8 +85,10 @@ struct ProbeCommand: AsyncParsableCommand {
         } else {
             text = verdict.state.rawValue
             if verdict.state == .connectedWithoutInternet, let kind = verdict.interfaceKind { text += " over \(kind.rawValue)" }
-            if let portal = verdict.portalURL { text += ": the portal is at \(portal)" }
-            text += verdict.details.map { "\n  \($0)" }.joined()
+            // The portal's URL and the details quote what the network sent: escaped, so a
+            // `Location` header cannot retitle or clear the terminal.
+            if let portal = verdict.portalURL { text += ": the portal is at \(portal.escapingControlCharacters())" }
+            text += verdict.details.map { "\n  \($0.escapingControlCharacters())" }.joined()
         }
         // Written at once, so a reader of --watch sees each verdict as it comes.
         writeUnbuffered(text + "\n")

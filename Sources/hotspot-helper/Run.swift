@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ArgumentParser
+import FoundationEssentials
 import HotspotCommandLine
 import HotspotControl
 import HotspotDaemon
@@ -167,6 +168,9 @@ struct Run: AsyncParsableCommand {
         var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
         configuration.verifyAuthentication = !keeping.probes.isEmpty
+        // The one directory the control group's search permission may be added to: the state
+        // directory this daemon makes now (`/run`, or a private directory, stays as it is).
+        let madeStateDirectory = !FileManager.default.fileExists(atPath: stateDirectory)
         var settings = DaemonService.Settings(scripts: scripts, sources: sources, stateDirectory: stateDirectory,
                                               version: HotspotHelperCommand.version)
         settings.controlSocket = controlSocket
@@ -177,6 +181,7 @@ struct Run: AsyncParsableCommand {
                                               captivePortalAPI: captivePortalAPI.url)
         settings.probeInterval = probeInterval.value > 0 ? probeInterval.duration : nil
         settings.watch = watch
+        settings.controlSocketDirectoryIsOurs = controlSocket == nil && madeStateDirectory
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let engine = try LoadedHelpers.engine(workers: runtimeOptions.workers, output: output)
         defer { engine.shutdown() }

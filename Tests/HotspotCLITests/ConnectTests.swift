@@ -99,6 +99,21 @@ let aroma = """
         #expect(missing.errors.contains("/nonexistent/scripts: no such file or directory"))
     }
 
+    /// A missing or non-PEM --ca-file was taken, and every HTTPS request then failed naming
+    /// no file; it is checked before anything runs, as a FIFO given as one is refused.
+    @Test func aCAFileThatIsMissingOrNotPEMIsAUsageError() async throws {
+        let directory = try CLI.temporaryDirectory(scripts: ["open.lua": #"return { name = "Open", hosts = {} }"#])
+        try "not a certificate\n".write(toFile: directory + "/ca.der", atomically: true, encoding: .utf8)
+        #expect(mkfifo(directory + "/ca.fifo", 0o600) == 0)
+        for (file, expected) in [("/nonexistent/ca.pem", "--ca-file /nonexistent/ca.pem: cannot read the file: No such file or directory"),
+                                 (directory + "/ca.der", "--ca-file \(directory)/ca.der: no PEM certificate in it"),
+                                 (directory + "/ca.fifo", "--ca-file \(directory)/ca.fifo: cannot read the file: it is a FIFO")] {
+            let run = try await CLI.run(["connect", "--scripts", directory, "--ssid", "Open-Venue", "--ca-file", file])
+            #expect(run.status == 2)
+            #expect(run.errors.contains(expected), "\(run.errors)")
+        }
+    }
+
     /// `kill -9` in the middle of maintaining loses nothing that was written: the next run
     /// sees at least every count the killed one had saved, and the files are whole.
     @Test func stateSurvivesKillNine() async throws {

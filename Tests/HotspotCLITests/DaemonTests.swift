@@ -283,13 +283,17 @@ struct DaemonTests {
         let scripts = try CLI.temporaryDirectory(scripts: ["open.lua": """
             return { name = "Open", hosts = {}, evaluate = function(cmd) return "none" end }
             """])
-        let state = try CLI.temporaryDirectory()
+        // Made by the daemon, 0700: the one directory it gives the group search permission in.
+        let state = try CLI.temporaryDirectory() + "/state"
         let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Open-Venue",
                                      "--state-dir", state, "--probe-interval", "0", "--control-group", group])
         try await daemon.waitForEvent(Self.isState("authenticated", "Open-Venue"))
         let socket = try FileManager.default.attributesOfItem(atPath: state + "/control.sock")
         #expect(socket[.posixPermissions] as? Int == 0o660)
         #expect((socket[.groupOwnerAccountID] as? NSNumber)?.intValue == groupID)
+        let directory = try FileManager.default.attributesOfItem(atPath: state)
+        #expect(directory[.posixPermissions] as? Int == 0o710)
+        #expect((directory[.groupOwnerAccountID] as? NSNumber)?.intValue == groupID)
         func status(asNobody groups: [String]) async throws -> CLI.Run {
             try await CLI.run(["--reuid=65534", "--regid=65534"] + groups + [CLI.path, "status", "--state-dir", state],
                               executable: "/usr/bin/setpriv")
@@ -304,6 +308,36 @@ struct DaemonTests {
                                          "--control-group", "no-such-group-here"])
         #expect(unknown.status == 2)
         #expect(unknown.errors.contains("--control-group: no group called \"no-such-group-here\""), "\(unknown.errors)")
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
+    /// --control-group once chowned the control socket's directory to the group and added
+    /// g+x whatever it was (`/run`, a private 0700 directory) and never put it back. A
+    /// directory the daemon did not make is left as it is, and the daemon says the group
+    /// cannot reach the socket through it. Needs root: a group is made.
+    @Test(.enabled(if: geteuid() == 0, "needs root to make a group"))
+    func theControlGroupLeavesADirectoryTheDaemonDidNotMakeAsItIs() async throws {
+        let group = "hh-private-\(getpid())"
+        #expect(try await CLI.run(["-f", group], executable: "/usr/sbin/groupadd").status == 0)
+        defer { _ = try? Process.run(URL(fileURLWithPath: "/usr/sbin/groupdel"), arguments: [group]).waitUntilExit() }
+        let scripts = try CLI.temporaryDirectory(scripts: ["open.lua": """
+            return { name = "Open", hosts = {}, evaluate = function(cmd) return "none" end }
+            """])
+        let state = try CLI.temporaryDirectory()
+        let privateDirectory = try CLI.temporaryDirectory()
+        #expect(chmod(privateDirectory, 0o700) == 0)
+        let before = try FileManager.default.attributesOfItem(atPath: privateDirectory)
+        let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Open-Venue",
+                                     "--state-dir", state, "--probe-interval", "0", "--control-group", group,
+                                     "--control-socket", privateDirectory + "/control.sock"])
+        try await daemon.waitForEvent { event in
+            event["event"] as? String == "log"
+                && (event["message"] as? String)?.hasPrefix("the control group cannot reach the control socket: \(privateDirectory) is not the daemon's to change") == true
+        }
+        let after = try FileManager.default.attributesOfItem(atPath: privateDirectory)
+        #expect(after[.posixPermissions] as? Int == 0o700)
+        #expect(after[.groupOwnerAccountID] as? NSNumber == before[.groupOwnerAccountID] as? NSNumber)
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }

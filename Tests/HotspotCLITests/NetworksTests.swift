@@ -48,6 +48,26 @@ struct NetworksTests {
         #expect(huge.errors.contains("over the limit of 4 MiB"), "\(huge.errors)")
     }
 
+    /// SSIDs are bytes a stranger chooses: a newline forged a line of the table, an escape
+    /// sequence reached the terminal, two SSIDs that are not UTF-8 became one (U+FFFD), and
+    /// one over 802.11's 32 bytes was taken.
+    @Test func hostileSSIDsAreEscapedKeptApartAndBounded() async throws {
+        let directory = try CLI.temporaryDirectory()
+        let list = directory + "/scan.json"
+        let json = Array(#"[{"ssid": "O\nAroma-Guest Aroma Wi-Fi"}, {"ssid": "\u001b]0;owned\u0007"}, "#.utf8)
+            + Array(#"{"ssid": "A"#.utf8) + [0xff] + Array(#""}, {"ssid": "A"#.utf8) + [0xfe] + Array(#""}]"#.utf8)
+        try Data(json).write(to: URL(fileURLWithPath: list))
+        let run = try await CLI.run(["networks", "--scripts", Self.scripts, "--scan-list", list])
+        #expect(run.status == 0, "\(run.errors)")
+        let lines = run.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+        #expect(lines == ["SSID HELPER", #"O\x0aAroma-Guest Aroma Wi-Fi -"#, #"\x1b]0;owned\x07 -"#, #"A\xff -"#, #"A\xfe -"#])
+
+        let long = try await CLI.run(["networks", "--scripts", Self.scripts, "--scan-list",
+                                      try scanList(#"[{"ssid": "\#(String(repeating: "x", count: 33))"}]"#)])
+        #expect(long.status == 2)
+        #expect(long.errors.contains("network 1's \"ssid\" is 33 bytes; an SSID has at most 32"), "\(long.errors)")
+    }
+
     @Test func watchShowsTheTableAgainWhenTheScanListChanges() async throws {
         let list = try scanList(#"[{"ssid": "Other"}]"#)
         let (process, output, errors) = try CLI.start(["networks", "--scripts", Self.scripts, "--scan-list", list, "--watch"])

@@ -45,7 +45,7 @@ struct ControlSocketTests {
             let descriptor = try ControlServer.connect(path)
             defer { close(descriptor) }
             _ = ControlServer.writeAll(descriptor, Array("not json\n".utf8))
-            return String(decoding: ControlServer.readLine(descriptor, limit: 4096) ?? [], as: UTF8.self)
+            return Self.answer(on: descriptor)
         }
         #expect(answer.contains("not a control request in JSON"))
         #expect(answer.contains("\"ok\":false"))
@@ -53,7 +53,8 @@ struct ControlSocketTests {
 
     /// What the daemon answers a raw client (for the tests of misbehaving clients).
     static func answer(on descriptor: Int32) -> String {
-        String(decoding: ControlServer.readLine(descriptor, limit: 4096) ?? [], as: UTF8.self)
+        guard case .line(let line) = ControlServer.readLine(descriptor, limit: 4096) else { return "" }
+        return String(decoding: line, as: UTF8.self)
     }
 
     /// A client sending a byte now and then is cut off at the request's deadline, counted
@@ -144,6 +145,62 @@ struct ControlSocketTests {
             try ControlServer(path: path) { _ in ControlReply(ok: true, message: "") }
         } throws: { error in
             (error as? ControlSocketError)?.description.contains("use a shorter --state-dir") == true
+        }
+    }
+
+    /// A reply over the 64 KiB a request may have (a status with many helpers, or questions
+    /// of many choices) once broke `status`, `ui` and the person's page with "no reply within
+    /// 120 seconds"; it is written whole, past what the socket's buffer takes at once, and read
+    /// whole. The watch stream carries an event as large.
+    @Test func repliesAndEventsOfSeveralMebibytesArriveWhole() async throws {
+        let path = try scratchDirectory("state") + "/" + ControlServer.fileName
+        // 1 MB: sixteen times the old cap, and several times what the socket takes at once.
+        let large = String(repeating: "venue ", count: 170_000)
+        let server = try ControlServer(path: path) { _ in ControlReply(ok: true, message: large) }
+        defer { server.stop() }
+        // The default wait: encoding the reply takes a loaded machine's test run a while.
+        let reply = try await onOwnThread { try ControlClient.send(ControlRequest(command: .status), to: path) }
+        #expect(reply.message == large)
+
+        let watch = try await onOwnThread { try ControlClient.Watch(path: path) }
+        defer { watch.stop() }
+        let event = Array(#"{"event":"log","message":"\#(large)"}"#.utf8)
+        // The daemon counts the watcher before its reply is written: the event is not dropped.
+        server.publish(event)
+        var lines = watch.lines.makeAsyncIterator()
+        #expect(await lines.next() == event)
+    }
+
+    /// Each way a reply can fail to come says what happened, not "no reply within 120 s".
+    @Test func aMissingReplySaysWhatHappened() async throws {
+        let path = try scratchDirectory("state") + "/" + ControlServer.fileName
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = try ControlServer.address(path)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(listen(listener, 4) == 0)
+        // A peer that reads the request, then writes part of a line, or nothing, and closes.
+        for (partial, expected) in [("", "the daemon closed the connection without a reply"),
+                                    (#"{"ok":tr"#, "the daemon closed the connection after 8 bytes of its reply")] {
+            let served = Thread {
+                let connection = accept(listener, nil, nil)
+                var request = [UInt8](repeating: 0, count: 4096)
+                _ = read(connection, &request, request.count)
+                _ = ControlServer.writeAll(connection, Array(partial.utf8))
+                close(connection)
+            }
+            served.start()
+            let message = try await onOwnThread { () -> String in
+                do {
+                    _ = try ControlClient.send(ControlRequest(command: .status), to: path, timeout: .seconds(10))
+                    return "replied"
+                } catch {
+                    return "\(error)"
+                }
+            }
+            #expect(message == expected)
         }
     }
 }

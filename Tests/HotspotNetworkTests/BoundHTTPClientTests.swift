@@ -282,6 +282,11 @@ struct BoundHTTPClientTests {
         #expect(response?.status == 200)
         let untrusted = failure { () throws(HTTPFailure) in try client().perform(HTTPRequest(url: url)) }
         #expect(untrusted?.kind == .tls)
+        // Which check failed, in OpenSSL's words through libcurl's error buffer; it once read
+        // "SSL peer certificate or SSH remote key was not OK" for every kind of failure.
+        #expect(untrusted?.detail.contains("localhost: SSL certificate problem: unable to get local issuer certificate") == true,
+                "\(untrusted?.detail ?? "")")
+        #expect(untrusted?.detail.contains("docs/OPERATIONS.md") == true)
         let plainToTLS = failure { () throws(HTTPFailure) in
             try client(binding: NetworkBinding(caFile: server.caFile)).perform(HTTPRequest(url: "http://localhost:\(server.port)/"))
         }

@@ -55,4 +55,34 @@ struct SecretsParsingTests {
         redacted.error = "bad [secret]"
         #expect(secrets.redact(.command(failed)) == .command(redacted))
     }
+
+    /// `cmd:http`'s own failures quote the URL percent-encoded, a form body has `+` for
+    /// spaces, and JSON escapes quotes, slashes and characters: each once slipped past.
+    @Test(arguments: [
+        ("https://portal.test/login?password=correct%20horse%20battery%20staple&x=1", "https://portal.test/login?password=[secret]&x=1"),
+        ("body: user=guest&pass=correct+horse+battery+staple", "body: user=guest&pass=[secret]"),
+        ("pass=correct%20horse+battery%20staple", "pass=[secret]"),
+        (#"{"password":"correct horse battery staple"}"#, #"{"password":"[secret]"}"#),
+        ("lower %63orrect horse battery staple", "lower [secret]"),
+        (#"{"p":"d\u00e9j\u00e0 \"vu\"\/2"}"#, #"{"p":"[secret]"}"#),
+        ("d%C3%A9j%C3%A0%20%22vu%22%2F2 and d%c3%a9j%c3%a0+%22vu%22/2", "[secret] and [secret]"),
+        ("correct horse battery", "correct horse battery"),
+    ])
+    func redactionHidesEncodedForms(text: String, expected: String) {
+        let secrets = Secrets(["a": ["password": "correct horse battery staple", "other": "déjà \"vu\"/2"]])
+        #expect(secrets.redact(text) == expected)
+    }
+
+    /// A secret in a `ui_required` title or label reached `status` and the person's page.
+    @Test func redactionHidesSecretsInQuestionsTextsButNotTheirNames() {
+        let secrets = Secrets(["a": ["code": "s3cret-code"]])
+        let questions = PersonQuestions(title: "Room s3cret-code", message: "code s3cret-code", fields: [
+            .init(name: "s3cret-code", label: "Confirm s3cret-code", kind: .choice,
+                  options: [.init(value: "s3cret-code", label: "s3cret-code")]),
+        ])
+        let redacted = secrets.redact(questions)
+        #expect(redacted.title == "Room [secret]" && redacted.message == "code [secret]")
+        #expect(redacted.fields[0].label == "Confirm [secret]" && redacted.fields[0].options[0].label == "[secret]")
+        #expect(redacted.fields[0].name == "s3cret-code" && redacted.fields[0].options[0].value == "s3cret-code")
+    }
 }

@@ -45,4 +45,38 @@ import Testing
         }
         #expect(flock(other, LOCK_EX | LOCK_NB) == 0, "released when the last one goes")
     }
+
+    /// A write that fails (here: a directory where the file goes, which fails as a full file
+    /// system or a read-only directory does, even for root) keeps the change in memory, says
+    /// it will be written later, and is written once it can be.
+    @Test func aFailedWriteIsKeptInMemoryAndRetriedUntilItIsWritten() async throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        let state = try StateDirectory(path: directory, retryInterval: .milliseconds(50))
+        let blocker = directory + "/state.json"
+        try FileManager.default.createDirectory(atPath: blocker + "/in-the-way", withIntermediateDirectories: true)
+        #expect {
+            try state.update { $0.chosenHelpers["Venue-Guest"] = "venue" }
+        } throws: { error in
+            "\(error)".contains("the change is kept in memory and written again every 0.05 seconds until it can be")
+        }
+        #expect(state.snapshot.chosenHelpers == ["Venue-Guest": "venue"])
+        #expect(!state.isSaved)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(!state.isSaved, "written while it cannot be")
+        try FileManager.default.removeItem(atPath: blocker)
+        try await eventually("the state is written once it can be") { state.isSaved }
+        #expect(try StateDirectory(path: directory).snapshot.chosenHelpers == ["Venue-Guest": "venue"])
+    }
+
+    /// A read-only state directory that is there was reported as one that "cannot be created".
+    @Test func aStateDirectoryThatIsThereButUnwritableIsNotCalledUncreatable() throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        // A file where `store` goes fails for root too, as a read-only directory does for others.
+        try "".write(toFile: directory + "/store", atomically: false, encoding: .utf8)
+        #expect {
+            try StateDirectory(path: directory)
+        } throws: { error in
+            "\(error)".hasPrefix("the state directory \(directory) is there, but \(directory)/store cannot be made in it: ")
+        }
+    }
 }

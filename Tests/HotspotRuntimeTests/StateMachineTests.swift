@@ -16,6 +16,27 @@ import HotspotCore
         #expect(fixture.events.commands(.authenticate).map(\.helper) == ["slow"])
     }
 
+    /// Runaways in C, one per group of the worker, once cost every other helper its evaluate:
+    /// all failed "deadline exceeded" and the network ended with no helper. The innocents run
+    /// again with their whole deadline, and the one that claims the network logs in.
+    @Test func runawayHelpersDoNotCostTheOthersTheirEvaluate() async throws {
+        var scripts: [String: String] = [:]
+        // Loaded in name order, so the runaways take every group of the worker first.
+        for index in 0..<ProcessInfo.processInfo.activeProcessorCount {
+            scripts["a\(index)"] = venue("Runaway", evaluate: "('a'):rep(3000):find('.-.-.-b')")
+        }
+        scripts["b"] = venue("Innocent", confidence: "high", handlers: ["authenticate": "return 'success'"])
+        scripts["c"] = venue("Other")
+        let fixture = try await RuntimeFixture(scripts: scripts, configuration: .init(commandDeadline: .seconds(1)))
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "b")
+        let innocents = fixture.events.commands(.evaluate).filter { !$0.helper.hasPrefix("a") }
+        #expect(innocents.first { $0.helper == "b" }?.result == .success, "\(innocents)")
+        // The other innocent is cancelled once the high answer wins, never past its deadline.
+        #expect(!innocents.contains { $0.error?.contains("deadline exceeded") == true }, "\(innocents)")
+        #expect(fixture.events.logs.contains { $0.helper == "b" && $0.message.contains("ran again on a new worker process") })
+    }
+
     @Test func theLowWinsWhenTheHighFailsOrOverruns() async throws {
         for failing in ["error('portal unreachable')", "while true do end"] {
             let fixture = try await RuntimeFixture(scripts: [
@@ -79,6 +100,22 @@ import HotspotCore
         #expect(restarted.events.transitions == ["inactive>maintaining", "maintaining>authenticated"])
         #expect(restarted.runtime.stateDirectory.store(helper: "venue", ssid: guest.ssid)
             == ["logins": "1", "just_joined": "true"])
+    }
+
+    /// A store that cannot be written (a full or read-only file system) once turned the
+    /// helper's success, and the portal's real session, into `failure` and switched the
+    /// network's auto-join off. The success stands, the store is kept, and the fault is said.
+    @Test func aStoreThatCannotBeWrittenLeavesTheSuccessStanding() async throws {
+        let fixture = try await RuntimeFixture(scripts: ["venue": Self.accepting])
+        // A directory where the helper's store file goes fails its write, even for root.
+        try FileManager.default.createDirectory(atPath: fixture.stateDirectory + "/store/venue.json/in-the-way",
+                                                withIntermediateDirectories: true)
+        #expect(await fixture.runtime.join(guest) == .authenticated)
+        #expect(fixture.events.commands(.authenticate).map(\.result) == [.success])
+        #expect(fixture.runtime.stateDirectory.snapshot.autoJoinDisabled.isEmpty)
+        #expect(fixture.runtime.stateDirectory.store(helper: "venue", ssid: guest.ssid) == ["logins": "1"])
+        #expect(fixture.events.logs.contains { $0.level == .error && $0.message.hasPrefix("cmd.store could not be saved: ")
+                                                 && $0.message.contains("kept in memory") })
     }
 
     @Test func unsupportedNetworkExcludesTheHelperAndEvaluatesAgain() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import Locking
 @testable import LinuxFiles
 
 @Suite struct BoundedFileTests {
@@ -28,6 +29,40 @@ import TestSupport
             Issue.record("read a file that is not there")
         } catch {
             #expect(error.description == "cannot read the file: No such file or directory")
+        }
+    }
+
+    /// A FIFO where a file is expected (a script, the secrets, the state) once blocked `open`
+    /// for good, and with it the daemon's reload and stop. The read runs on a thread of its own,
+    /// so that a regression fails the wait below instead of hanging the suite.
+    @Test func aFIFOIsRefusedAtOnceWithoutBlocking() async throws {
+        let fifo = scratchPath("fifo") + ".lua"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let outcome = PlainLock<String?>(nil)
+        Thread {
+            do {
+                _ = try BoundedFile.read(fifo, limit: 10)
+                outcome.withLock { $0 = "read a FIFO as a file" }
+            } catch {
+                outcome.withLock { $0 = "\(error)" }
+            }
+        }.start()
+        defer {
+            // Releases a reader that did block, so the thread ends with the test.
+            let writer = open(fifo, O_WRONLY | O_NONBLOCK)
+            if writer >= 0 { close(writer) }
+        }
+        try await eventually("the read of a FIFO returns", within: .seconds(5)) { outcome.withLock { $0 } != nil }
+        #expect(outcome.withLock { $0 } == "cannot read the file: it is a FIFO, not a regular file")
+    }
+
+    @Test func aDirectoryIsRefusedSayingSo() throws {
+        let directory = try scratchDirectory("directory")
+        do {
+            _ = try BoundedFile.read(directory, limit: 10)
+            Issue.record("read a directory as a file")
+        } catch {
+            #expect(error.description == "cannot read the file: it is a directory, not a regular file")
         }
     }
 }

@@ -76,4 +76,54 @@ struct ScriptWatcherTests {
         await changes.task.value
         #expect(throws: ScriptWatcher.WatchError.self) { try ScriptWatcher(path: directory + "/missing.lua") }
     }
+
+    /// A release deployed by flipping a symlink (`current → v2`) was ignored for good, and
+    /// edits to the old, unused directory went on triggering reloads.
+    @Test func aSymlinkFlipIsFollowedAndTheOldDirectoryIsLetGo() async throws {
+        let release = try scratchDirectory("release")
+        for version in ["v1", "v2"] { try FileManager.default.createDirectory(atPath: release + "/" + version, withIntermediateDirectories: false) }
+        #expect(symlink("v1", release + "/current") == 0)
+        let watcher = try ScriptWatcher(path: release + "/current")
+        let changes = Changes(watcher)
+        // As `ln -sfn v2 current` does it: a new link renamed over the old one.
+        #expect(symlink("v2", release + "/current.new") == 0)
+        #expect(rename(release + "/current.new", release + "/current") == 0)
+        try await eventually("the flip reported") { changes.value >= 1 }
+        let afterFlip = changes.value
+        Self.save("-- new", to: release + "/v2/venue.lua")
+        try await eventually("a save in the directory the path names now reported") { changes.value > afterFlip }
+        // Counted once the new save's burst is over, so only what comes after counts.
+        try await Task.sleep(for: .milliseconds(200))
+        let afterSave = changes.value
+        Self.save("-- old", to: release + "/v1/venue.lua")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(changes.value == afterSave, "the old directory is no longer the scripts'")
+        watcher.stop()
+        await changes.task.value
+    }
+
+    /// A directory renamed into place, and one removed, are changes (a removed one used to be
+    /// noticed only at SIGHUP); the one renamed into place is then watched.
+    @Test func aDirectoryRenamedIntoPlaceOrRemovedIsAChange() async throws {
+        let parent = try scratchDirectory("deployed")
+        let scripts = parent + "/scripts"
+        try FileManager.default.createDirectory(atPath: scripts, withIntermediateDirectories: false)
+        let watcher = try ScriptWatcher(path: scripts)
+        let changes = Changes(watcher)
+        try FileManager.default.createDirectory(atPath: parent + "/scripts.new", withIntermediateDirectories: false)
+        Self.save("-- staged", to: parent + "/scripts.new/venue.lua")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(changes.value == 0, "a directory being staged is not the scripts'")
+        #expect(rename(scripts, parent + "/scripts.old") == 0)
+        #expect(rename(parent + "/scripts.new", scripts) == 0)
+        try await eventually("the directory renamed into place reported") { changes.value >= 1 }
+        let afterRename = changes.value
+        Self.save("-- edited", to: scripts + "/venue.lua")
+        try await eventually("a save in the new directory reported") { changes.value > afterRename }
+        let afterSave = changes.value
+        try FileManager.default.removeItem(atPath: scripts)
+        try await eventually("the removal reported") { changes.value > afterSave }
+        watcher.stop()
+        await changes.task.value
+    }
 }

@@ -25,6 +25,51 @@ import TestSupport
             defaultDeadline: .seconds(30), killGrace: .milliseconds(200), cancelGrace: cancelGrace))
     }
 
+    /// A worker holds venue passwords: a crash once wrote them into a core file wherever
+    /// cores were enabled. Its core size limit is 0, the hard one too (which a test process
+    /// leaves above 0), so nothing in it can raise the soft one again.
+    @Test func aWorkerWritesNoCoreFile() async throws {
+        let engine = try Self.engine()
+        defer { engine.shutdown() }
+        // Loaded, so the worker has set itself up before its limits are read.
+        _ = try await engine.load(ScriptSource(path: "work.lua", text: Self.working))
+        let limits = try String(contentsOfFile: "/proc/\(engine.workerProcessIDs[0])/limits", encoding: .utf8)
+        let core = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
+        #expect(core.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"], "\(core)")
+    }
+
+    /// Runaways in C, one in each group of the worker, hold every group's state past the
+    /// deadline; the calls queued behind them all ended "deadline exceeded; stopped by ending
+    /// its worker process" with them, so one hostile helper cost every other its evaluate.
+    /// The worker says which calls never ran before it is ended: those run again on the new
+    /// worker with their whole deadline, and only the runaways are reported past theirs.
+    @Test func callsThatOnlyWaitedBehindRunawaysRunAgainWithTheirWholeDeadline() async throws {
+        let engine = try Self.engine()
+        defer { engine.shutdown() }
+        // A worker has as many groups as cores; scripts take them in turn as they load.
+        let groups = ProcessInfo.processInfo.activeProcessorCount
+        var calls: [ScriptCall] = []
+        for index in 0..<groups {
+            calls.append(ScriptCall(try await engine.load(ScriptSource(path: "runaway\(index).lua", text: Self.backtracking)), "attack"))
+        }
+        for index in 0..<3 {
+            let innocent = try await engine.load(ScriptSource(path: "innocent\(index).lua", text: "return { answer = function() return 'fine' end }"))
+            calls.append(ScriptCall(innocent, "answer"))
+        }
+        var outcomes: [Int: CallOutcome] = [:]
+        // Short: the runaways keep every core busy until their worker is ended.
+        for await (index, outcome) in engine.callAll(calls, deadline: .after(.milliseconds(500))) { outcomes[index] = outcome }
+        for index in 0..<groups {
+            let error = try #require(outcomes[index]?.result.failure)
+            #expect(error.kind == .deadlineExceeded, "\(error)")
+        }
+        for index in groups..<calls.count {
+            let outcome = try #require(outcomes[index])
+            #expect(try outcome.result.get() == ["fine"])
+            #expect(outcome.rerunReason?.contains("another call there overran its deadline") == true, "\(outcome.rerunReason ?? "not run again")")
+        }
+    }
+
     @Test func aCPULimitStopsALuaLoopThatHasNoDeadline() async throws {
         let engine = try Self.engine()
         let script = try await engine.load(ScriptSource(path: "spin.lua", text: """

@@ -23,7 +23,8 @@ struct InterfaceSourceTests {
         let deleted = Self.linkMessage(type: 17, flags: 0x1 | 0x10000, name: "veth9")
         let done: [UInt8] = [20, 0, 0, 0, 3, 0, 2, 0] + [UInt8](repeating: 0, count: 12)
         let news = LinkNotifications.parse((up + noCarrier + deleted + done)[...])
-        #expect(news.links == [.init(name: "wlan0", isUp: true), .init(name: "wlan0", isUp: false), .init(name: "veth9", isUp: false)])
+        #expect(news.links == [.init(index: 2, name: "wlan0", isUp: true), .init(index: 2, name: "wlan0", isUp: false),
+                               .init(index: 2, name: "veth9", isUp: false)])
         #expect(news.allListed)
     }
 
@@ -47,7 +48,8 @@ struct InterfaceSourceTests {
         let leases = try scratchDirectory("leases")
         let places = CaptivePortalAPIDiscovery.Places(nmcli: nil, networkdLeases: leases + "/networkd", dhclientLeases: leases,
                                                       networkManagerLeases: leases + "/nm")
-        let source = InterfaceSource(interface: "lo", ssid: "Loopback-Cafe", discoveringCaptivePortalAPIIn: places)
+        let source = InterfaceSource(interface: "lo", ssid: "Loopback-Cafe", discoveringCaptivePortalAPIIn: places,
+                                     discoveringNameServersIn: places)
         let events = source.start()
         var iterator = events.makeAsyncIterator()
         let joined = await iterator.next()
@@ -61,6 +63,36 @@ struct InterfaceSourceTests {
                                                                      captivePortalAPIIsFromLink: true)))
         source.stop()
         #expect(await iterator.next() == nil, "stopping ends the events")
+    }
+
+    /// The interface source read the leases for option 114 but never their name servers: with
+    /// a VPN owning the system's resolver, the venue's names failed unless --resolver was
+    /// given. DHCP's name servers are the network's resolvers.
+    @Test func theLeasesNameServersAreTheNetworksResolvers() async throws {
+        let leases = try scratchDirectory("leases")
+        let places = CaptivePortalAPIDiscovery.Places(nmcli: nil, networkdLeases: leases + "/networkd", dhclientLeases: leases,
+                                                      networkManagerLeases: leases + "/nm")
+        try "lease {\n  interface \"lo\";\n  option domain-name-servers 198.18.0.53, 198.18.0.54;\n}\n"
+            .write(toFile: leases + "/dhclient.lo.leases", atomically: true, encoding: .utf8)
+        let source = InterfaceSource(interface: "lo", ssid: "Loopback-Cafe", discoveringCaptivePortalAPIIn: nil,
+                                     discoveringNameServersIn: places)
+        var iterator = source.start().makeAsyncIterator()
+        #expect(await iterator.next() == .note(.info, "the name servers of lo are 198.18.0.53, 198.18.0.54 (from dhclient)"))
+        #expect(await iterator.next() == .joined(NetworkDescription(ssid: "Loopback-Cafe", interface: "lo",
+                                                                    resolvers: ["198.18.0.53", "198.18.0.54"]), reason: "lo is up"))
+        source.stop()
+        #expect(await iterator.next() == nil)
+    }
+
+    /// A renamed interface went unnoticed: its messages no longer carried the name, so the
+    /// network stayed joined on a name no link had. The link is followed by its index.
+    @Test func aRenamedInterfaceIsLeftAndOneRenamedToItsNameJoined() {
+        var follower = LinkFollower(interface: "wlan0")
+        #expect(follower.follow(.init(index: 2, name: "wlan0", isUp: true))! == (true, nil))
+        #expect(follower.follow(.init(index: 5, name: "eth0", isUp: true)) == nil, "another link")
+        #expect(follower.follow(.init(index: 2, name: "wlan9", isUp: true))! == (false, "wlan9"))
+        #expect(follower.follow(.init(index: 2, name: "wlan9", isUp: true)) == nil, "no longer the interface")
+        #expect(follower.follow(.init(index: 7, name: "wlan0", isUp: true))! == (true, nil))
     }
 
     @Test func sourcesAreParsedWithAClearMessageForAnyMistake() throws {

@@ -205,11 +205,11 @@ struct NetworkManagerModelTests {
     }
 
     @Test func anSSIDThatIsNotPlainTextIsWrittenWithEscapes() {
-        #expect(ManagerView.ssidText(Array("Café".utf8)) == ("Café", false))
-        #expect(ManagerView.ssidText([0x41, 0x00, 0x42]) == ("A\\x00B", true))
-        #expect(ManagerView.ssidText([0x43, 0x61, 0x66, 0xc3, 0xa9, 0xff]) == ("Café\\xff", true))
-        #expect(ManagerView.ssidText([0x5c, 0xfe]) == ("\\\\\\xfe", true), "a backslash is doubled, so no escape is ambiguous")
-        #expect(ManagerView.ssidText([0x5c]) == ("\\", false))
+        #expect(String.ssid(Array("Café".utf8)) == ("Café", false))
+        #expect(String.ssid([0x41, 0x00, 0x42]) == ("A\\x00B", true))
+        #expect(String.ssid([0x43, 0x61, 0x66, 0xc3, 0xa9, 0xff]) == ("Café\\xff", true))
+        #expect(String.ssid([0x5c, 0xfe]) == ("\\\\\\xfe", true), "a backslash is doubled, so no escape is ambiguous")
+        #expect(String.ssid([0x5c]) == ("\\", false))
 
         var objects = Self.wifi()
         objects.change(Self.cafe, interface: NetworkManagerAPI.accessPoint, .dictionary([("Ssid", .variant(Self.bytes([0x43, 0x00, 0xff])))], valueSignature: "v"))

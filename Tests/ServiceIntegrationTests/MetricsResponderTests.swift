@@ -18,27 +18,10 @@ struct MetricsResponderTests {
         }
     }
 
-    /// A blocking TCP connection to 127.0.0.1:`port`.
-    static func connect(_ port: UInt16) throws -> Int32 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(descriptor)
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ECONNREFUSED)
-        }
-        return descriptor
-    }
-
     /// GET /metrics on a new connection; everything the responder sent until it closed, or
     /// until `scrapeTimeout` seconds passed.
-    static func scrape(_ port: UInt16) throws -> String {
-        let descriptor = try connect(port)
+    static func scrape(_ port: UInt16, from source: String = "127.0.0.1") throws -> String {
+        let descriptor = try connectToLoopback(port, from: source)
         defer { close(descriptor) }
         var timeout = timeval(tv_sec: scrapeTimeout, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -50,13 +33,6 @@ struct MetricsResponderTests {
         return String(decoding: answer, as: UTF8.self)
     }
 
-    /// Whether the responder has closed `descriptor`, or reset it (without waiting).
-    static func isClosed(_ descriptor: Int32) -> Bool {
-        var byte: UInt8 = 0
-        let count = recv(descriptor, &byte, 1, Int32(MSG_DONTWAIT))
-        return count == 0 || (count < 0 && errno != EAGAIN)
-    }
-
     /// A client that connects and sends nothing keeps its connection until the request's
     /// deadline; meanwhile another scrape is answered (one connection at a time, it waited
     /// for the stalled one to be given up).
@@ -64,11 +40,11 @@ struct MetricsResponderTests {
         let responder = try Self.responder()
         defer { responder.stop() }
         let port = responder.address.port
-        let stalled = try Self.connect(port)
+        let stalled = try connectToLoopback(port)
         defer { close(stalled) }
         let answer = try await onOwnThread { try Self.scrape(port) }
         #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n") && answer.hasSuffix("\r\n\r\n" + Self.exposition), "\(answer)")
-        #expect(!Self.isClosed(stalled), "the scrape was answered only once the stalled client was given up")
+        #expect(!isClosedByPeer(stalled), "the scrape was answered only once the stalled client was given up")
     }
 
     /// A client that sends nothing is given up at its request's deadline, its thread freed.
@@ -77,30 +53,43 @@ struct MetricsResponderTests {
             Array(Self.exposition.utf8)
         }
         defer { responder.stop() }
-        let stalled = try Self.connect(responder.address.port)
+        let stalled = try connectToLoopback(responder.address.port)
         defer { close(stalled) }
-        try await eventually("the stalled client to be closed") { Self.isClosed(stalled) }
+        try await eventually("the stalled client to be closed") { isClosedByPeer(stalled) }
     }
 
-    /// Past `maximumConnections` stalled clients, one more is closed at once rather than
-    /// given a thread, and scrapes are answered again once the stalled ones are gone.
-    @Test func connectionsPastTheLimitAreClosedAtOnce() async throws {
+    /// 24 clients sending a byte each once kept every scrape from being answered (8 slots,
+    /// 2 s each, no fairness) and the fleet's `HotspotHelperDown` fired. One peer holds at most
+    /// `maximumPerPeer` connections; past that its oldest stalled one is closed for the new
+    /// one, so a scraper from the same address is still answered.
+    @Test func stalledClientsOfOnePeerMakeRoomForItsScrape() async throws {
         let responder = try Self.responder()
         defer { responder.stop() }
         let port = responder.address.port
-        let stalled = try (0..<MetricsResponder.maximumConnections).map { _ in try Self.connect(port) }
-        let refused = try Self.connect(port)
-        let answer = try await onOwnThread { () -> [UInt8] in
-            var chunk = [UInt8](repeating: 0, count: 64)
-            let count = recv(refused, &chunk, chunk.count, 0)
-            return Array(chunk.prefix(max(count, 0)))
+        let stalled = try (0..<24).map { _ in
+            let descriptor = try connectToLoopback(port)
+            _ = send(descriptor, "G", 1, Int32(MSG_NOSIGNAL))
+            return descriptor
         }
-        close(refused)
-        #expect(answer.isEmpty, "a connection past the limit was answered: \(String(decoding: answer, as: UTF8.self))")
-        #expect(stalled.allSatisfy { !Self.isClosed($0) })
-        stalled.forEach { close($0) }
-        try await eventually("the stalled connections to be gone") {
-            (try? await onOwnThread { try Self.scrape(port) })?.hasSuffix(Self.exposition) == true
+        defer { stalled.forEach { close($0) } }
+        let answer = try await onOwnThread { try Self.scrape(port) }
+        #expect(answer.hasSuffix("\r\n\r\n" + Self.exposition), "\(answer)")
+        try await eventually("all but the newest stalled connections of the peer closed") {
+            stalled.filter { !isClosedByPeer($0) }.count <= MetricsResponder.maximumPerPeer
         }
+    }
+
+    /// Stalled clients from many peers fill every slot: a new connection closes the oldest
+    /// stalled one, and a scrape from yet another peer is answered.
+    @Test func stalledClientsOfManyPeersMakeRoomForAScrape() async throws {
+        let responder = try Self.responder()
+        defer { responder.stop() }
+        let port = responder.address.port
+        let stalled = try (0..<MetricsResponder.maximumConnections).map { try connectToLoopback(port, from: "127.0.0.\(2 + $0)") }
+        defer { stalled.forEach { close($0) } }
+        let answer = try await onOwnThread { try Self.scrape(port, from: "127.0.0.100") }
+        #expect(answer.hasSuffix("\r\n\r\n" + Self.exposition), "\(answer)")
+        try await eventually("the oldest stalled connection closed") { isClosedByPeer(stalled[0]) }
+        #expect(stalled.dropFirst().allSatisfy { !isClosedByPeer($0) })
     }
 }

@@ -178,6 +178,10 @@ int64_t sbx_deadline(const sbx_state *state);
 /// Whether the running call was asked to stop, for host functions that block.
 int sbx_interrupted(const sbx_state *state);
 
+/// Whether the state's call waits for its group, which another script's call holds (a C
+/// function that runs on holds it for good): from any thread.
+int sbx_waiting_for_group(const sbx_state *state);
+
 /// Records a log line for the running call, subject to the per-call limits.
 void sbx_log(sbx_state *state, int level, const char *message, size_t length);
 
@@ -212,6 +216,11 @@ int64_t sbx_cpu_clock_ns(clockid_t clock);
 /// Asks the kernel to SIGKILL this process when its parent dies (prctl is variadic,
 /// so Swift cannot call it). Returns 0 on success.
 int sbx_die_with_parent(void);
+
+/// A worker holds venue credentials: no core file of it (RLIMIT_CORE 0, hard limit too, so
+/// a script's library cannot raise it), and not dumpable (no core through a core_pattern
+/// pipe, no ptrace or /proc/PID/mem by other processes of its user). Returns 0 on success.
+int sbx_forbid_core_dumps(void);
 
 /// The cores this process may run on: its affinity mask (CPU_COUNT is a macro).
 int sbx_available_cores(void);
