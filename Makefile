@@ -19,8 +19,14 @@ SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lib
 # namespaces too.
 TEST_PACKAGES := chromium systemd prometheus dbus python3-dbusmock network-manager isc-dhcp-client dnsmasq-base opennds iptables \
 	connman ethtool
+# What `make deb` needs besides the build's: lintian, which must find no error in the packages.
+DEB_PACKAGES := lintian
+# What `make test-package` needs: mmdebstrap makes a clean Debian 12 root, qemu boots it with
+# Debian's kernel and its initramfs (linux-image-amd64), mke2fs (e2fsprogs) makes its disk.
+# Without their recommends: qemu's would bring a desktop's worth of packages.
+GUEST_PACKAGES := $(DEB_PACKAGES) mmdebstrap qemu-system-x86 linux-image-amd64 e2fsprogs
 
-.PHONY: all deps test-deps profile-deps build release install test demo bench peer symbol-order check-sanitizers fuzz clean private-libraries
+.PHONY: all deps test-deps profile-deps deb-deps guest-deps build release install deb test-package test demo bench peer symbol-order check-sanitizers fuzz clean private-libraries
 
 all: build
 
@@ -31,7 +37,10 @@ all: build
 deps: PACKAGES = $(SYSTEM_PACKAGES)
 test-deps: PACKAGES = $(SYSTEM_PACKAGES) $(TEST_PACKAGES)
 profile-deps: PACKAGES = $(SYSTEM_PACKAGES) valgrind python3
-deps test-deps profile-deps:
+deb-deps: PACKAGES = $(SYSTEM_PACKAGES) $(DEB_PACKAGES)
+guest-deps: PACKAGES = $(SYSTEM_PACKAGES) $(GUEST_PACKAGES)
+guest-deps: APT_INSTALL_OPTIONS = --no-install-recommends
+deps test-deps profile-deps deb-deps guest-deps:
 	@missing=""; for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
@@ -39,7 +48,7 @@ deps test-deps profile-deps:
 	  echo "Installing system packages:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO=sudo; fi; \
 	  case " $$missing " in *" connman "*) $$SUDO mkdir -p /etc/systemd/system && $$SUDO ln -sf /dev/null /etc/systemd/system/connman.service;; esac; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_INSTALL_OPTIONS) $$missing >/dev/null; \
 	  case " $$missing " in *" opennds "*) \
 	    if [ -d /run/systemd/system ]; then $$SUDO systemctl disable --now opennds.service >/dev/null 2>&1 || true; fi;; \
 	  esac; \
@@ -109,6 +118,23 @@ install: release
 	install -D -m 0755 .build/release/hotspot-helper-web $(DESTDIR)$(PREFIX)/bin/hotspot-helper-web
 	install -D -m 0644 $(CURL_LIBRARY) $(DESTDIR)$(PREFIX)/lib/hotspot-helper/libcurl.so.4
 	install -D -m 0644 $(XML_LIBRARY) $(DESTDIR)$(PREFIX)/lib/hotspot-helper/libxml2.so.2
+
+# The Debian packages, in .build/deb (docs/GETTING-STARTED.md, "Install the package"):
+# hotspot-helper (the daemon, the helpers, the LuaLS definitions, the unit, enabled, and its
+# configuration), hotspot-helper-web (the person's page) and hotspot-helper-devtools (demo, dev,
+# simulate), from the release build, depending on Debian's libcurl and libxml2 rather than the
+# project's. Built with dpkg-shlibdeps, dpkg-gencontrol and dpkg-deb; lintian must find no error.
+DEB_FOLDER := .build/deb
+deb: deb-deps release
+	packaging/build-deb .build/release $(DEB_FOLDER)
+
+# The packages on a clean Debian 12 root booted with systemd as PID 1 in a qemu guest
+# (tools/guest): install, the service as systemd runs it, a login through the simulator with a
+# credential, upgrade, remove, purge (Tests/Package/checks). The root is kept in .build/guest.
+# About 9 minutes on two busy cores once the root and the packages exist (make deb, its xz and
+# lintian over the executables, 2.5 minutes more).
+test-package: guest-deps deb
+	Tests/Package/run $(DEB_FOLDER) .build/release
 
 # The bench is a package of its own (Benchmarks/), so `make test` does not build it; it
 # measures the executables `make release` leaves in .build/release. Its NetworkManager rows
