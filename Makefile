@@ -72,12 +72,18 @@ $(XML_LIBRARY): | deps
 build: deps private-libraries
 	$(SWIFT) build
 
-# The whole output is kept in .build/test-output.log; when a test fails, its issues are
-# printed again at the end, where a CI log's tail shows them.
+# Two passes: the suites of the modules first, then the end-to-end ones (HotspotCLITests,
+# GatewayTests: the real executable against real NetworkManager, ConnMan, networkd, openNDS,
+# Chromium, Prometheus), whose processes keep both cores busy and would stretch the engine's
+# and the probes' real-time bounds if they ran beside them. The whole output is kept in
+# .build/test-output.log; when a test fails, its issues are printed again at the end, where a
+# CI log's tail shows them.
+END_TO_END_SUITES := HotspotCLITests|GatewayTests
 test: test-deps private-libraries
 	$(SWIFT) build --build-tests
-	@{ $(SWIFT) test --skip-build 2>&1; echo $$? > .build/test-status; } | tee .build/test-output.log; \
-	status=$$(cat .build/test-status); \
+	@{ $(SWIFT) test --skip-build --skip "$(END_TO_END_SUITES)" 2>&1; echo $$? > .build/test-status; \
+	  $(SWIFT) test --skip-build --filter "$(END_TO_END_SUITES)" 2>&1; echo $$? >> .build/test-status; } | tee .build/test-output.log; \
+	status=$$(sort -n .build/test-status | tail -1); \
 	if [ "$$status" != 0 ]; then \
 	  echo; echo "Failed (exit $$status); the issues, from .build/test-output.log:"; \
 	  awk '/^✘|^error: /{print; detail=1; next} detail && /^ *↳/{print; next} {detail=0}' .build/test-output.log | head -100; \
