@@ -7,7 +7,7 @@
 -- section, or from the person: `ui_required` with the page's questions, and `present_ui`
 -- walks the portal again with their answers.
 -- Networks whose portal speaks WISPr or has an RFC 8908 API are left to wispr.lua and
--- capport.lua.
+-- capport.lua, pfSense's login form (a voucher or a username and password) to pfsense.lua.
 
 -- The portal's first page, when the probe finds a portal; otherwise nil and "connected" or why not.
 local function portal(cmd)
@@ -17,6 +17,15 @@ local function portal(cmd)
   local page, problem = cmd:http{ url = verdict.portal_url }
   if not page then return nil, "the portal did not answer: " .. problem end
   return page
+end
+
+-- Whether `form` is pfSense's login form, which only pfsense.lua fills in right.
+local function is_pfsense(form)
+  local names = {}
+  for _, field in ipairs(form.fields) do
+    if field.name then names[field.name] = true end
+  end
+  return names.zone and names.accept and (names.auth_user or names.auth_voucher) or false
 end
 
 -- Logs in; with the person's `answers` in present_ui.
@@ -38,7 +47,8 @@ return {
 
   evaluate = function(cmd)
     local page = portal(cmd)
-    if not page or not splash.form(page) or wispr.parse(page.body) then return "none" end
+    local form = page and splash.form(page)
+    if not form or wispr.parse(page.body) or is_pfsense(form) then return "none" end
     local api = capport.fetch(cmd)
     if api and api.captive then return "none" end  -- capport.lua's
     return "low"

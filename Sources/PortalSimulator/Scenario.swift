@@ -15,7 +15,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
     /// Every scenario, in the order `simulate --list` shows them.
     public static let all: [Scenario] = [
         .clickThrough, .credentials, .email, .redirectChain, .sessionExpiry, .flaky, .slow, .rateLimited, .wispr,
-        .capport, .opennds, .hostile,
+        .capport, .opennds, .coovachilli, .pfsense, .hostile,
     ]
 
     /// The scenario called `name`, if there is one.
@@ -25,7 +25,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
 
     enum Kind: Sendable, Hashable {
         case clickThrough, credentials, email, redirectChain, sessionExpiry, flaky, slow, rateLimited, wispr, capport
-        case opennds, hostile
+        case opennds, coovachilli, pfsense, hostile
     }
 
     public static let clickThrough = Scenario(
@@ -126,6 +126,28 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
             "Thank you" page's form (fas, landing=yes), which logs in, and answers success.
             """,
         kind: .opennds)
+
+    public static let coovachilli = Scenario(
+        name: "coovachilli",
+        summary: "CoovaChilli's UAM: a res=notyet redirect with a challenge, a login page built by JavaScript, and its JSON interface.",
+        expectedHelper: """
+            Reads uamip and uamport from the probe's 302 to /www/login.chi?res=notyet&...; gets the \
+            challenge from /json/status, sends /json/logon with the username and the CHAP response \
+            (MD5 of 0x00, the password and the challenge's bytes, in hex), and answers success when \
+            clientState is 1; in maintain reads /json/status, on logoff calls /json/logoff.
+            """,
+        kind: .coovachilli)
+
+    public static let pfsense = Scenario(
+        name: "pfsense",
+        summary: "pfSense's captive portal: a POST form with auth_user, auth_pass, auth_voucher, redirurl, zone and accept, and a logout form.",
+        expectedHelper: """
+            Follows the probe's 302 to /index.php?zone=guests&redirurl=..., posts the form back with \
+            the hidden zone and redirurl, accept, and either the username and password or a voucher \
+            (never guessed: from the secrets or the person), answers success; on logoff posts the \
+            logout form (logout_id, zone) the page after the login carried.
+            """,
+        kind: .pfsense)
 
     public static let hostile = Scenario(
         name: "hostile",

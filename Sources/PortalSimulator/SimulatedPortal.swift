@@ -134,6 +134,8 @@ public final class SimulatedPortal: Sendable {
             return CaptivePortalAPIPortal(state: state, venue: settings.venueName, sessionLength: sessionLength,
                                           canExtendSession: settings.capportCanExtendSession)
         case .opennds: return OpenNDSPortal(state: state, venue: settings.venueName)
+        case .coovachilli: return CoovaChilliPortal(state: state, settings: settings)
+        case .pfsense: return PfSensePortal(state: state, settings: settings)
         case .hostile: return HostilePortal(state: state, settings: settings)
         }
     }

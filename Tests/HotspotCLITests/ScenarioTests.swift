@@ -150,6 +150,20 @@ struct ScenarioTests {
             scenario: "opennds", script: DaemonTests.bundledScripts + "/click-through.lua", ssid: "openNDS",
             lifecycle: ["evaluate success", "authenticate success", "maintain success", "logoff command_not_recognized"]),
         ScenarioCase(
+            scenario: "coovachilli", script: DaemonTests.bundledScripts + "/coovachilli.lua", ssid: "Chilli-HotSpot",
+            secrets: ["username": "guest", "password": "aroma-2026"],
+            proves: { run in
+                // Logged in and off over the JSON interface, with no warning on the way.
+                #expect(run.logs.isEmpty, run.transcript)
+            }),
+        ScenarioCase(
+            scenario: "pfsense", script: DaemonTests.bundledScripts + "/pfsense.lua", ssid: "pfSense-Guests",
+            secrets: ["username": "guest", "password": "aroma-2026"],
+            proves: { run in
+                // Logged in with the secrets and out with the page's logout form, with no warning on the way.
+                #expect(run.logs.isEmpty, run.transcript)
+            }),
+        ScenarioCase(
             scenario: "hostile", script: fixtures + "/hostile.lua", ssid: "Harbour-Bar",
             proves: { run in
                 let logs = run.logs
