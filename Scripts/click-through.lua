@@ -7,7 +7,8 @@
 -- section, or from the person: `ui_required` with the page's questions, and `present_ui`
 -- walks the portal again with their answers.
 -- Networks whose portal speaks WISPr or has an RFC 8908 API are left to wispr.lua and
--- capport.lua, pfSense's login form (a voucher or a username and password) to pfsense.lua.
+-- capport.lua, pfSense's login form (a voucher or a username and password) to pfsense.lua,
+-- OPNsense's page, whose form only its script sends (to the access API), to opnsense.lua.
 
 -- The portal's first page, when the probe finds a portal; otherwise nil and "connected" or why not.
 local function portal(cmd)
@@ -49,6 +50,7 @@ return {
     local page = portal(cmd)
     local form = page and splash.form(page)
     if not form or wispr.parse(page.body) or is_pfsense(form) then return "none" end
+    if page.body:find("/api/captiveportal/access/", 1, true) then return "none" end  -- opnsense.lua's
     local api = capport.fetch(cmd)
     if api and api.captive then return "none" end  -- capport.lua's
     return "low"

@@ -15,7 +15,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
     /// Every scenario, in the order `simulate --list` shows them.
     public static let all: [Scenario] = [
         .clickThrough, .credentials, .email, .redirectChain, .sessionExpiry, .flaky, .slow, .rateLimited, .wispr,
-        .capport, .opennds, .coovachilli, .pfsense, .hostile,
+        .capport, .opennds, .coovachilli, .pfsense, .opnsense, .hostile,
     ]
 
     /// The scenario called `name`, if there is one.
@@ -25,7 +25,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
 
     enum Kind: Sendable, Hashable {
         case clickThrough, credentials, email, redirectChain, sessionExpiry, flaky, slow, rateLimited, wispr, capport
-        case opennds, coovachilli, pfsense, hostile
+        case opennds, coovachilli, pfsense, opnsense, hostile
     }
 
     public static let clickThrough = Scenario(
@@ -148,6 +148,16 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
             logout form (logout_id, zone) the page after the login carried.
             """,
         kind: .pfsense)
+
+    public static let opnsense = Scenario(
+        name: "opnsense",
+        summary: "OPNsense's captive portal: a page whose script logs in over the JSON API /api/captiveportal/access/logon, status, logoff.",
+        expectedHelper: """
+            Follows the probe's 302 to /index.html, reads /api/captiveportal/access/status (authType), \
+            POSTs user and password (none when authType is none) to /api/captiveportal/access/logon, \
+            answers success on clientState AUTHORIZED; maintain reads status, logoff calls logoff.
+            """,
+        kind: .opnsense)
 
     public static let hostile = Scenario(
         name: "hostile",

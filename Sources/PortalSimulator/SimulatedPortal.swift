@@ -136,6 +136,7 @@ public final class SimulatedPortal: Sendable {
         case .opennds: return OpenNDSPortal(state: state, venue: settings.venueName)
         case .coovachilli: return CoovaChilliPortal(state: state, settings: settings)
         case .pfsense: return PfSensePortal(state: state, settings: settings)
+        case .opnsense: return OPNsensePortal(state: state, settings: settings)
         case .hostile: return HostilePortal(state: state, settings: settings)
         }
     }

@@ -164,6 +164,13 @@ struct ScenarioTests {
                 #expect(run.logs.isEmpty, run.transcript)
             }),
         ScenarioCase(
+            scenario: "opnsense", script: DaemonTests.bundledScripts + "/opnsense.lua", ssid: "OPNsense-Guests",
+            secrets: ["username": "guest", "password": "aroma-2026"],
+            proves: { run in
+                // Logged in, maintained and out over the access API, with no warning on the way.
+                #expect(run.logs.isEmpty, run.transcript)
+            }),
+        ScenarioCase(
             scenario: "hostile", script: fixtures + "/hostile.lua", ssid: "Harbour-Bar",
             proves: { run in
                 let logs = run.logs

@@ -510,6 +510,35 @@ struct StandardsTests {
         }
     }
 
+    /// OPNsense's portal, as the simulator rebuilds it: its form is sent only by its script, so
+    /// opnsense.lua (not click-through.lua) logs in over the access API with the secrets,
+    /// maintains with its status and logs off with its logoff; a zone without authentication
+    /// takes a logon with no credentials.
+    @Test func bundledOPNsenseHelperLogsInOverTheAccessAPIAndLogsOff() async throws {
+        try await withPortal(.opnsense) { portal in
+            var configuration = Self.configuration(secrets: ["opnsense": ["username": "guest", "password": "aroma-2026"]])
+            configuration.maintainInterval = .seconds(1)
+            let scripts = ["opnsense": try Self.bundled("opnsense"), "click-through": try Self.bundled("click-through")]
+            let fixture = try await RuntimeFixture(scripts: scripts, configuration: configuration)
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "opnsense")
+            #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == "opnsense" || $0.confidence == Confidence.none })
+            #expect(try await Self.probe(network) == .connected)
+            try await eventually("a successful maintain") { fixture.events.commands(.maintain).contains { $0.result == .success } }
+            #expect(await fixture.runtime.logoff("Venue") == .inactive)
+            #expect(fixture.events.commands(.logoff).first?.result == .success)
+            #expect(try await Self.probe(network) == .captive)
+        }
+        try await withPortal(.opnsense, { $0.opnsenseAuthenticates = false }) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["opnsense": try Self.bundled("opnsense")], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            #expect(await fixture.runtime.join(Self.network(portal)) == .authenticated, "\(fixture.events.all)")
+            #expect(try await Self.probe(Self.network(portal)) == .connected)
+        }
+    }
+
     @Test func bundledCaptivePortalAPIHelperClaimsOnlyWhatItsAPISaysIsCaptive() async throws {
         try await withPortal(.capport) { portal in
             let scripts = ["capport": try Self.bundled("capport"), "click-through": try Self.bundled("click-through")]
