@@ -1,4 +1,3 @@
-internal import COpenSSLCrypto
 import Hummingbird
 import JSON
 
@@ -19,7 +18,7 @@ struct CoovaChilliPortal: PortalBehavior {
 
     func loginURL(for request: PortalRequest) -> String {
         let (host, port) = Self.hostAndPort(request.authority)
-        let challenge = state.withClient(request.client) { Self.hex($0.challenge()) }
+        let challenge = state.withClient(request.client) { CHAP.hex($0.challenge()) }
         let query: [(String, String)] = [
             ("res", "notyet"), ("uamip", host), ("uamport", port), ("challenge", challenge),
             ("called", "02-00-C6-12-00-01"), ("mac", Self.mac(of: request.client)), ("ip", request.client),
@@ -44,8 +43,8 @@ struct CoovaChilliPortal: PortalBehavior {
                 // The challenge goes with the attempt, right or wrong: a response cannot be replayed.
                 guard let challenge = client.chilliChallenge, let response = request.query["response"] else { return false }
                 client.chilliChallenge = nil
-                let expected = Self.md5([0] + Array(settings.password.utf8) + challenge)
-                guard request.query["username"] == settings.username, response.lowercased() == Self.hex(expected) else { return false }
+                let expected = CHAP.md5([0] + Array(settings.password.utf8) + challenge)
+                guard request.query["username"] == settings.username, response.lowercased() == CHAP.hex(expected) else { return false }
                 client.logIn(for: settings.sessionLength, at: request.now)
                 return true
             }
@@ -71,7 +70,7 @@ struct CoovaChilliPortal: PortalBehavior {
         var members: [(name: String, value: JSONValue)] = [
             ("version", .string(Array("1.0".utf8))), ("clientState", .integer(loggedIn ? 1 : 0)),
         ]
-        if let challenge { members.append(("challenge", .string(Array(Self.hex(challenge).utf8)))) }
+        if let challenge { members.append(("challenge", .string(Array(CHAP.hex(challenge).utf8)))) }
         members.append(("location", JSONValue(members: [("name", .string(Array(settings.venueName.utf8)))])))
         members.append(("redir", JSONValue(members: [
             ("logoutURL", .string(Array(request.url("/logoff").utf8))),
@@ -100,23 +99,12 @@ struct CoovaChilliPortal: PortalBehavior {
     /// A MAC address for the client, in CoovaChilli's notation: the simulator only sees its IP address.
     static func mac(of client: String) -> String {
         let octets = client.split(separator: ".").compactMap { UInt8($0) }
-        return (["02", "00"] + (octets.count == 4 ? octets : [0, 0, 0, 0]).map(hex)).joined(separator: "-").uppercased()
-    }
-
-    static func hex(_ byte: UInt8) -> String { byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map(hex).joined() }
-
-    static func md5(_ data: [UInt8]) -> [UInt8] {
-        precondition(hh_crypto_load() == nil, "libcrypto is not usable")
-        var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var size: UInt32 = 0
-        precondition(hh_crypto_digest(hh_digest_md5, data, data.count, &output, &size) == 1, "MD5 failed")
-        return Array(output.prefix(Int(size)))
+        return (["02", "00"] + (octets.count == 4 ? octets : [0, 0, 0, 0]).map(CHAP.hex)).joined(separator: "-").uppercased()
     }
 }
 
 extension Client {
-    /// `coovachilli`: the challenge the client's next logon answers, made on first need.
+    /// `coovachilli` and `mikrotik`: the challenge the client's next login answers, made on first need.
     mutating func challenge() -> [UInt8] {
         if let chilliChallenge { return chilliChallenge }
         var generator = SystemRandomNumberGenerator()

@@ -60,7 +60,7 @@ struct Client {
     var ticket: String?
     /// `wispr`: when a pending (201) login completes.
     var pendingLoginCompletes: Duration?
-    /// `coovachilli`: the challenge its next logon answers.
+    /// `coovachilli` and `mikrotik`: the challenge its next login answers.
     var chilliChallenge: [UInt8]?
     /// `pfsense`: the session its logout form names.
     var session: String?

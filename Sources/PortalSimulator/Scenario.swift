@@ -15,7 +15,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
     /// Every scenario, in the order `simulate --list` shows them.
     public static let all: [Scenario] = [
         .clickThrough, .credentials, .email, .redirectChain, .sessionExpiry, .flaky, .slow, .rateLimited, .wispr,
-        .capport, .opennds, .coovachilli, .pfsense, .opnsense, .hostile,
+        .capport, .opennds, .coovachilli, .pfsense, .opnsense, .mikrotik, .hostile,
     ]
 
     /// The scenario called `name`, if there is one.
@@ -25,7 +25,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
 
     enum Kind: Sendable, Hashable {
         case clickThrough, credentials, email, redirectChain, sessionExpiry, flaky, slow, rateLimited, wispr, capport
-        case opennds, coovachilli, pfsense, opnsense, hostile
+        case opennds, coovachilli, pfsense, opnsense, mikrotik, hostile
     }
 
     public static let clickThrough = Scenario(
@@ -158,6 +158,17 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
             answers success on clientState AUTHORIZED; maintain reads status, logoff calls logoff.
             """,
         kind: .opnsense)
+
+    public static let mikrotik = Scenario(
+        name: "mikrotik",
+        summary: "MikroTik HotSpot: HTTP-CHAP whose page hashes the password in JavaScript (or HTTP-PAP), dst and popup, status and logout pages.",
+        expectedHelper: """
+            Follows the probe's 302 to /login?dst=..., reads $(chap-id) and $(chap-challenge) from the \
+            page's script and posts the sendin form with username and hexMD5(chap-id + password + \
+            chap-challenge), dst and popup (the password itself with HTTP-PAP), answers success; \
+            maintain reads /status, logoff opens /logout.
+            """,
+        kind: .mikrotik)
 
     public static let hostile = Scenario(
         name: "hostile",

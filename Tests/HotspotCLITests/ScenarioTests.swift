@@ -171,6 +171,13 @@ struct ScenarioTests {
                 #expect(run.logs.isEmpty, run.transcript)
             }),
         ScenarioCase(
+            scenario: "mikrotik", script: DaemonTests.bundledScripts + "/mikrotik.lua", ssid: "MikroTik-HotSpot",
+            secrets: ["username": "guest", "password": "aroma-2026"],
+            proves: { run in
+                // Logged in with CHAP, maintained on /status and out on /logout, with no warning on the way.
+                #expect(run.logs.isEmpty, run.transcript)
+            }),
+        ScenarioCase(
             scenario: "hostile", script: fixtures + "/hostile.lua", ssid: "Harbour-Bar",
             proves: { run in
                 let logs = run.logs

@@ -539,6 +539,38 @@ struct StandardsTests {
         }
     }
 
+    /// MikroTik's HotSpot, as the simulator rebuilds it: with HTTP-CHAP mikrotik.lua (not
+    /// click-through.lua, which would send the password itself) hashes the password with the
+    /// page's chap-id and chap-challenge and posts the sendin form; maintain reads /status,
+    /// logoff opens /logout. With HTTP-PAP it sends the person's password as it is.
+    @Test func bundledMikroTikHelperLogsInWithCHAPOrPAPAndLogsOff() async throws {
+        try await withPortal(.mikrotik) { portal in
+            var configuration = Self.configuration(secrets: ["mikrotik": ["username": "guest", "password": "aroma-2026"]])
+            configuration.maintainInterval = .seconds(1)
+            let scripts = ["mikrotik": try Self.bundled("mikrotik"), "click-through": try Self.bundled("click-through")]
+            let fixture = try await RuntimeFixture(scripts: scripts, configuration: configuration)
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "mikrotik")
+            #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == "mikrotik" || $0.confidence == Confidence.none })
+            #expect(try await Self.probe(network) == .connected)
+            try await eventually("a successful maintain") { fixture.events.commands(.maintain).contains { $0.result == .success } }
+            #expect(await fixture.runtime.logoff("Venue") == .inactive)
+            #expect(fixture.events.commands(.logoff).first?.result == .success)
+            #expect(try await Self.probe(network) == .captive)
+        }
+        try await withPortal(.mikrotik, { $0.mikrotikPAP = true }) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["mikrotik": try Self.bundled("mikrotik")], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .presentingUI, "\(fixture.events.all)")
+            #expect(await fixture.runtime.presentUI("Venue", answers: ["username": "guest", "password": "aroma-2026"]) == .authenticated,
+                    "\(fixture.events.all)")
+            #expect(try await Self.probe(network) == .connected)
+        }
+    }
+
     @Test func bundledCaptivePortalAPIHelperClaimsOnlyWhatItsAPISaysIsCaptive() async throws {
         try await withPortal(.capport) { portal in
             let scripts = ["capport": try Self.bundled("capport"), "click-through": try Self.bundled("click-through")]
