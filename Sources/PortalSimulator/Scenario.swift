@@ -15,7 +15,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
     /// Every scenario, in the order `simulate --list` shows them.
     public static let all: [Scenario] = [
         .clickThrough, .credentials, .email, .redirectChain, .sessionExpiry, .flaky, .slow, .rateLimited, .wispr,
-        .capport, .opennds, .coovachilli, .pfsense, .opnsense, .mikrotik, .hostile,
+        .capport, .opennds, .coovachilli, .pfsense, .opnsense, .mikrotik, .meraki, .hostile,
     ]
 
     /// The scenario called `name`, if there is one.
@@ -25,7 +25,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
 
     enum Kind: Sendable, Hashable {
         case clickThrough, credentials, email, redirectChain, sessionExpiry, flaky, slow, rateLimited, wispr, capport
-        case opennds, coovachilli, pfsense, opnsense, mikrotik, hostile
+        case opennds, coovachilli, pfsense, opnsense, mikrotik, meraki, hostile
     }
 
     public static let clickThrough = Scenario(
@@ -169,6 +169,15 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
             maintain reads /status, logoff opens /logout.
             """,
         kind: .mikrotik)
+
+    public static let meraki = Scenario(
+        name: "meraki",
+        summary: "Cisco Meraki's click-through splash: base_grant_url and user_continue_url in the redirect, a button that only runs a script.",
+        expectedHelper: """
+            Reads base_grant_url and user_continue_url from the probe's 302 to /splash/?..., opens \
+            base_grant_url?continue_url=..., which answers 302 to continue_url, and answers success.
+            """,
+        kind: .meraki)
 
     public static let hostile = Scenario(
         name: "hostile",

@@ -138,6 +138,7 @@ public final class SimulatedPortal: Sendable {
         case .pfsense: return PfSensePortal(state: state, settings: settings)
         case .opnsense: return OPNsensePortal(state: state, settings: settings)
         case .mikrotik: return MikroTikPortal(state: state, settings: settings)
+        case .meraki: return MerakiPortal(state: state, settings: settings)
         case .hostile: return HostilePortal(state: state, settings: settings)
         }
     }

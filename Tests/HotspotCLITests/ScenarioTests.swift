@@ -178,6 +178,9 @@ struct ScenarioTests {
                 #expect(run.logs.isEmpty, run.transcript)
             }),
         ScenarioCase(
+            scenario: "meraki", script: DaemonTests.bundledScripts + "/meraki.lua", ssid: "Meraki-Guest",
+            lifecycle: ["evaluate success", "authenticate success", "maintain success", "logoff command_not_recognized"]),
+        ScenarioCase(
             scenario: "hostile", script: fixtures + "/hostile.lua", ssid: "Harbour-Bar",
             proves: { run in
                 let logs = run.logs

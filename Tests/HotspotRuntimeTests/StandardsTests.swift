@@ -571,6 +571,21 @@ struct StandardsTests {
         }
     }
 
+    /// Meraki's click-through splash, as the simulator rebuilds it: its button only runs a
+    /// script, so click-through.lua claims nothing, and meraki.lua opens the grant URL the
+    /// script would.
+    @Test func bundledMerakiHelperOpensTheGrantURL() async throws {
+        try await withPortal(.meraki) { portal in
+            let scripts = ["meraki": try Self.bundled("meraki"), "click-through": try Self.bundled("click-through")]
+            let fixture = try await RuntimeFixture(scripts: scripts, configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "meraki")
+            #expect(try await Self.probe(network) == .connected)
+        }
+    }
+
     @Test func bundledCaptivePortalAPIHelperClaimsOnlyWhatItsAPISaysIsCaptive() async throws {
         try await withPortal(.capport) { portal in
             let scripts = ["capport": try Self.bundled("capport"), "click-through": try Self.bundled("click-through")]
