@@ -169,7 +169,7 @@ let package = Package(
         // written with the project's one JSON writer.
         .target(
             name: "PortalSimulator",
-            dependencies: ["HotspotCore", "JSON", "HTTPServing", "Locking", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["HotspotCore", "JSON", "HTTPServing", "Locking", "COpenSSLCrypto", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: swiftSettings),
         // The daemon: the runtime kept going on a device (`HotspotDaemon`), joined to its
         // network sources, control socket, service manager and metrics (`DaemonService`, the

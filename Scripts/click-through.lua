@@ -7,7 +7,9 @@
 -- section, or from the person: `ui_required` with the page's questions, and `present_ui`
 -- walks the portal again with their answers.
 -- Networks whose portal speaks WISPr or has an RFC 8908 API are left to wispr.lua and
--- capport.lua.
+-- capport.lua, pfSense's login form (a voucher or a username and password) to pfsense.lua,
+-- OPNsense's page, whose form only its script sends (to the access API), to opnsense.lua,
+-- MikroTik's (a form with `dst` and `popup`, whose password its script may hash) to mikrotik.lua.
 
 -- The portal's first page, when the probe finds a portal; otherwise nil and "connected" or why not.
 local function portal(cmd)
@@ -17,6 +19,17 @@ local function portal(cmd)
   local page, problem = cmd:http{ url = verdict.portal_url }
   if not page then return nil, "the portal did not answer: " .. problem end
   return page
+end
+
+-- Whether `form` is a family's login form, which only its helper fills in right: pfSense's
+-- or MikroTik's.
+local function is_family(form)
+  local names = {}
+  for _, field in ipairs(form.fields) do
+    if field.name then names[field.name] = true end
+  end
+  if names.zone and names.accept and (names.auth_user or names.auth_voucher) then return true end
+  return (names.username and names.password and names.dst and names.popup) or false
 end
 
 -- Logs in; with the person's `answers` in present_ui.
@@ -38,7 +51,9 @@ return {
 
   evaluate = function(cmd)
     local page = portal(cmd)
-    if not page or not splash.form(page) or wispr.parse(page.body) then return "none" end
+    local form = page and splash.form(page)
+    if not form or wispr.parse(page.body) or is_family(form) then return "none" end
+    if page.body:find("/api/captiveportal/access/", 1, true) then return "none" end  -- opnsense.lua's
     local api = capport.fetch(cmd)
     if api and api.captive then return "none" end  -- capport.lua's
     return "low"

@@ -95,6 +95,19 @@ enum FormEncoding {
         return fields
     }
 
+    /// `pairs` in their order, everything but `A-Za-z0-9-_.~` percent-encoded.
+    static func encode(_ pairs: [(String, String)]) -> String {
+        pairs.map { escape($0.0) + "=" + escape($0.1) }.joined(separator: "&")
+    }
+
+    private static func escape(_ text: String) -> String {
+        text.utf8.map { byte in
+            let unreserved = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || "-_.~".utf8.contains(byte)
+            return unreserved ? String(UnicodeScalar(byte)) : "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 15, radix: 16, uppercase: true)
+        }.joined()
+    }
+
     /// `+` as a space and `%XX` as a byte; a `%` that starts no escape stays as it is.
     static func unescape(_ text: some StringProtocol) -> String {
         var bytes: [UInt8] = []

@@ -60,6 +60,10 @@ struct Client {
     var ticket: String?
     /// `wispr`: when a pending (201) login completes.
     var pendingLoginCompletes: Duration?
+    /// `coovachilli` and `mikrotik`: the challenge its next login answers.
+    var chilliChallenge: [UInt8]?
+    /// `pfsense`: the session its logout form names.
+    var session: String?
 
     func isLoggedIn(at now: Duration) -> Bool {
         switch login {

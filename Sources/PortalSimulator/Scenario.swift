@@ -15,7 +15,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
     /// Every scenario, in the order `simulate --list` shows them.
     public static let all: [Scenario] = [
         .clickThrough, .credentials, .email, .redirectChain, .sessionExpiry, .flaky, .slow, .rateLimited, .wispr,
-        .capport, .opennds, .hostile,
+        .capport, .opennds, .coovachilli, .pfsense, .opnsense, .mikrotik, .meraki, .hostile,
     ]
 
     /// The scenario called `name`, if there is one.
@@ -25,7 +25,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
 
     enum Kind: Sendable, Hashable {
         case clickThrough, credentials, email, redirectChain, sessionExpiry, flaky, slow, rateLimited, wispr, capport
-        case opennds, hostile
+        case opennds, coovachilli, pfsense, opnsense, mikrotik, meraki, hostile
     }
 
     public static let clickThrough = Scenario(
@@ -126,6 +126,58 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
             "Thank you" page's form (fas, landing=yes), which logs in, and answers success.
             """,
         kind: .opennds)
+
+    public static let coovachilli = Scenario(
+        name: "coovachilli",
+        summary: "CoovaChilli's UAM: a res=notyet redirect with a challenge, a login page built by JavaScript, and its JSON interface.",
+        expectedHelper: """
+            Reads uamip and uamport from the probe's 302 to /www/login.chi?res=notyet&...; gets the \
+            challenge from /json/status, sends /json/logon with the username and the CHAP response \
+            (MD5 of 0x00, the password and the challenge's bytes, in hex), and answers success when \
+            clientState is 1; in maintain reads /json/status, on logoff calls /json/logoff.
+            """,
+        kind: .coovachilli)
+
+    public static let pfsense = Scenario(
+        name: "pfsense",
+        summary: "pfSense's captive portal: a POST form with auth_user, auth_pass, auth_voucher, redirurl, zone and accept, and a logout form.",
+        expectedHelper: """
+            Follows the probe's 302 to /index.php?zone=guests&redirurl=..., posts the form back with \
+            the hidden zone and redirurl, accept, and either the username and password or a voucher \
+            (never guessed: from the secrets or the person), answers success; on logoff posts the \
+            logout form (logout_id, zone) the page after the login carried.
+            """,
+        kind: .pfsense)
+
+    public static let opnsense = Scenario(
+        name: "opnsense",
+        summary: "OPNsense's captive portal: a page whose script logs in over the JSON API /api/captiveportal/access/logon, status, logoff.",
+        expectedHelper: """
+            Follows the probe's 302 to /index.html, reads /api/captiveportal/access/status (authType), \
+            POSTs user and password (none when authType is none) to /api/captiveportal/access/logon, \
+            answers success on clientState AUTHORIZED; maintain reads status, logoff calls logoff.
+            """,
+        kind: .opnsense)
+
+    public static let mikrotik = Scenario(
+        name: "mikrotik",
+        summary: "MikroTik HotSpot: HTTP-CHAP whose page hashes the password in JavaScript (or HTTP-PAP), dst and popup, status and logout pages.",
+        expectedHelper: """
+            Follows the probe's 302 to /login?dst=..., reads $(chap-id) and $(chap-challenge) from the \
+            page's script and posts the sendin form with username and hexMD5(chap-id + password + \
+            chap-challenge), dst and popup (the password itself with HTTP-PAP), answers success; \
+            maintain reads /status, logoff opens /logout.
+            """,
+        kind: .mikrotik)
+
+    public static let meraki = Scenario(
+        name: "meraki",
+        summary: "Cisco Meraki's click-through splash: base_grant_url and user_continue_url in the redirect, a button that only runs a script.",
+        expectedHelper: """
+            Reads base_grant_url and user_continue_url from the probe's 302 to /splash/?..., opens \
+            base_grant_url?continue_url=..., which answers 302 to continue_url, and answers success.
+            """,
+        kind: .meraki)
 
     public static let hostile = Scenario(
         name: "hostile",

@@ -1,10 +1,17 @@
 /// The knobs of the scenarios. Each scenario reads the ones it needs; a knob left `nil`
 /// takes the running scenario's own default.
 public struct ScenarioSettings: Sendable, Hashable {
-    /// The username `credentials` and `wispr` accept.
+    /// The username `credentials`, `wispr`, `coovachilli`, `pfsense`, `opnsense` and `mikrotik` accept.
     public var username = "guest"
-    /// The password `credentials` and `wispr` accept.
+    /// The password `credentials`, `wispr`, `coovachilli`, `pfsense`, `opnsense` and `mikrotik` accept.
     public var password = "aroma-2026"
+    /// The voucher code `pfsense` accepts instead of a username and password.
+    public var voucher = "7Fh2-9kQx"
+    /// `opnsense`: whether the zone authenticates (`authType` `normal`); without, a logon
+    /// needs no credentials (`none`).
+    public var opnsenseAuthenticates = true
+    /// `mikrotik`: HTTP-PAP (the password sent as it is) instead of HTTP-CHAP.
+    public var mikrotikPAP = false
     /// The venue's name, shown on the pages and in WISPr's LocationName.
     public var venueName = "Aroma Cafe"
     /// How long a login lasts. `nil`: 2 s for `session-expiry`, 30 s for `capport`, until

@@ -134,6 +134,11 @@ public final class SimulatedPortal: Sendable {
             return CaptivePortalAPIPortal(state: state, venue: settings.venueName, sessionLength: sessionLength,
                                           canExtendSession: settings.capportCanExtendSession)
         case .opennds: return OpenNDSPortal(state: state, venue: settings.venueName)
+        case .coovachilli: return CoovaChilliPortal(state: state, settings: settings)
+        case .pfsense: return PfSensePortal(state: state, settings: settings)
+        case .opnsense: return OPNsensePortal(state: state, settings: settings)
+        case .mikrotik: return MikroTikPortal(state: state, settings: settings)
+        case .meraki: return MerakiPortal(state: state, settings: settings)
         case .hostile: return HostilePortal(state: state, settings: settings)
         }
     }

@@ -150,6 +150,37 @@ struct ScenarioTests {
             scenario: "opennds", script: DaemonTests.bundledScripts + "/click-through.lua", ssid: "openNDS",
             lifecycle: ["evaluate success", "authenticate success", "maintain success", "logoff command_not_recognized"]),
         ScenarioCase(
+            scenario: "coovachilli", script: DaemonTests.bundledScripts + "/coovachilli.lua", ssid: "Chilli-HotSpot",
+            secrets: ["username": "guest", "password": "aroma-2026"],
+            proves: { run in
+                // Logged in and off over the JSON interface, with no warning on the way.
+                #expect(run.logs.isEmpty, run.transcript)
+            }),
+        ScenarioCase(
+            scenario: "pfsense", script: DaemonTests.bundledScripts + "/pfsense.lua", ssid: "pfSense-Guests",
+            secrets: ["username": "guest", "password": "aroma-2026"],
+            proves: { run in
+                // Logged in with the secrets and out with the page's logout form, with no warning on the way.
+                #expect(run.logs.isEmpty, run.transcript)
+            }),
+        ScenarioCase(
+            scenario: "opnsense", script: DaemonTests.bundledScripts + "/opnsense.lua", ssid: "OPNsense-Guests",
+            secrets: ["username": "guest", "password": "aroma-2026"],
+            proves: { run in
+                // Logged in, maintained and out over the access API, with no warning on the way.
+                #expect(run.logs.isEmpty, run.transcript)
+            }),
+        ScenarioCase(
+            scenario: "mikrotik", script: DaemonTests.bundledScripts + "/mikrotik.lua", ssid: "MikroTik-HotSpot",
+            secrets: ["username": "guest", "password": "aroma-2026"],
+            proves: { run in
+                // Logged in with CHAP, maintained on /status and out on /logout, with no warning on the way.
+                #expect(run.logs.isEmpty, run.transcript)
+            }),
+        ScenarioCase(
+            scenario: "meraki", script: DaemonTests.bundledScripts + "/meraki.lua", ssid: "Meraki-Guest",
+            lifecycle: ["evaluate success", "authenticate success", "maintain success", "logoff command_not_recognized"]),
+        ScenarioCase(
             scenario: "hostile", script: fixtures + "/hostile.lua", ssid: "Harbour-Bar",
             proves: { run in
                 let logs = run.logs

@@ -435,6 +435,157 @@ struct StandardsTests {
         }
     }
 
+    /// CoovaChilli's UAM, as the simulator rebuilds it: its login page has no form (its
+    /// JavaScript makes one), so click-through.lua claims nothing and coovachilli.lua logs in
+    /// over the JSON interface with the CHAP response of the network's secrets; maintain reads
+    /// /json/status and logoff calls /json/logoff, on the gateway it kept from the login.
+    @Test func bundledCoovaChilliHelperLogsInOverTheJSONInterfaceAndLogsOff() async throws {
+        try await withPortal(.coovachilli) { portal in
+            var configuration = Self.configuration(secrets: ["coovachilli": ["username": "guest", "password": "aroma-2026"]])
+            configuration.maintainInterval = .seconds(1)
+            let scripts = ["coovachilli": try Self.bundled("coovachilli"), "click-through": try Self.bundled("click-through")]
+            let fixture = try await RuntimeFixture(scripts: scripts, configuration: configuration)
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "coovachilli")
+            #expect(try await Self.probe(network) == .connected)
+            try await eventually("a successful maintain") { fixture.events.commands(.maintain).contains { $0.result == .success } }
+            #expect(await fixture.runtime.logoff("Venue") == .inactive)
+            #expect(fixture.events.commands(.logoff).first?.result == .success, "\(fixture.events.all)")
+            #expect(try await Self.probe(network) == .captive)
+        }
+    }
+
+    /// Without secrets the CoovaChilli helper asks the person; a wrong password is refused by
+    /// the gateway (the CHAP response does not match) and the right one lets the device in.
+    @Test func bundledCoovaChilliHelperAsksThePersonForTheCredentials() async throws {
+        try await withPortal(.coovachilli) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["coovachilli": try Self.bundled("coovachilli")], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .presentingUI, "\(fixture.events.all)")
+            #expect(try #require(await fixture.runtime.questions(of: "Venue")).fields.map(\.name) == ["username", "password"])
+            #expect(await fixture.runtime.presentUI("Venue", answers: ["username": "guest", "password": "wrong"]) != .authenticated)
+            #expect(try await Self.probe(network) == .captive)
+            await fixture.runtime.leave("Venue")
+            #expect(await fixture.runtime.join(network) == .presentingUI)
+            #expect(await fixture.runtime.presentUI("Venue", answers: ["username": "guest", "password": "aroma-2026"]) == .authenticated,
+                    "\(fixture.events.all)")
+            #expect(try await Self.probe(network) == .connected)
+        }
+    }
+
+    /// pfSense's portal, as the simulator rebuilds it: pfsense.lua (not click-through.lua, which
+    /// would ask for a voucher too) posts the username and password of the network's secrets
+    /// with the hidden zone and the accept button, and on logoff posts the logout form.
+    @Test func bundledPfSenseHelperLogsInWithTheSecretsAndLogsOff() async throws {
+        try await withPortal(.pfsense) { portal in
+            let scripts = ["pfsense": try Self.bundled("pfsense"), "click-through": try Self.bundled("click-through")]
+            let fixture = try await RuntimeFixture(
+                scripts: scripts, configuration: Self.configuration(secrets: ["pfsense": ["username": "guest", "password": "aroma-2026"]]))
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "pfsense")
+            #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == "pfsense" || $0.confidence == Confidence.none })
+            #expect(try await Self.probe(network) == .connected)
+            #expect(await fixture.runtime.logoff("Venue") == .inactive)
+            #expect(fixture.events.commands(.logoff).first?.result == .success)
+            #expect(try await Self.probe(network) == .captive)
+        }
+    }
+
+    /// With no secrets pfsense.lua asks the person for a voucher or a username and password;
+    /// a voucher alone lets the device in.
+    @Test func bundledPfSenseHelperTakesTheVoucherThePersonGives() async throws {
+        try await withPortal(.pfsense) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["pfsense": try Self.bundled("pfsense")], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .presentingUI, "\(fixture.events.all)")
+            #expect(try #require(await fixture.runtime.questions(of: "Venue")).fields.map(\.name) == ["voucher", "username", "password"])
+            #expect(await fixture.runtime.presentUI("Venue", answers: ["voucher": "7Fh2-9kQx"]) == .authenticated, "\(fixture.events.all)")
+            #expect(try await Self.probe(network) == .connected)
+        }
+    }
+
+    /// OPNsense's portal, as the simulator rebuilds it: its form is sent only by its script, so
+    /// opnsense.lua (not click-through.lua) logs in over the access API with the secrets,
+    /// maintains with its status and logs off with its logoff; a zone without authentication
+    /// takes a logon with no credentials.
+    @Test func bundledOPNsenseHelperLogsInOverTheAccessAPIAndLogsOff() async throws {
+        try await withPortal(.opnsense) { portal in
+            var configuration = Self.configuration(secrets: ["opnsense": ["username": "guest", "password": "aroma-2026"]])
+            configuration.maintainInterval = .seconds(1)
+            let scripts = ["opnsense": try Self.bundled("opnsense"), "click-through": try Self.bundled("click-through")]
+            let fixture = try await RuntimeFixture(scripts: scripts, configuration: configuration)
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "opnsense")
+            #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == "opnsense" || $0.confidence == Confidence.none })
+            #expect(try await Self.probe(network) == .connected)
+            try await eventually("a successful maintain") { fixture.events.commands(.maintain).contains { $0.result == .success } }
+            #expect(await fixture.runtime.logoff("Venue") == .inactive)
+            #expect(fixture.events.commands(.logoff).first?.result == .success)
+            #expect(try await Self.probe(network) == .captive)
+        }
+        try await withPortal(.opnsense, { $0.opnsenseAuthenticates = false }) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["opnsense": try Self.bundled("opnsense")], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            #expect(await fixture.runtime.join(Self.network(portal)) == .authenticated, "\(fixture.events.all)")
+            #expect(try await Self.probe(Self.network(portal)) == .connected)
+        }
+    }
+
+    /// MikroTik's HotSpot, as the simulator rebuilds it: with HTTP-CHAP mikrotik.lua (not
+    /// click-through.lua, which would send the password itself) hashes the password with the
+    /// page's chap-id and chap-challenge and posts the sendin form; maintain reads /status,
+    /// logoff opens /logout. With HTTP-PAP it sends the person's password as it is.
+    @Test func bundledMikroTikHelperLogsInWithCHAPOrPAPAndLogsOff() async throws {
+        try await withPortal(.mikrotik) { portal in
+            var configuration = Self.configuration(secrets: ["mikrotik": ["username": "guest", "password": "aroma-2026"]])
+            configuration.maintainInterval = .seconds(1)
+            let scripts = ["mikrotik": try Self.bundled("mikrotik"), "click-through": try Self.bundled("click-through")]
+            let fixture = try await RuntimeFixture(scripts: scripts, configuration: configuration)
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "mikrotik")
+            #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == "mikrotik" || $0.confidence == Confidence.none })
+            #expect(try await Self.probe(network) == .connected)
+            try await eventually("a successful maintain") { fixture.events.commands(.maintain).contains { $0.result == .success } }
+            #expect(await fixture.runtime.logoff("Venue") == .inactive)
+            #expect(fixture.events.commands(.logoff).first?.result == .success)
+            #expect(try await Self.probe(network) == .captive)
+        }
+        try await withPortal(.mikrotik, { $0.mikrotikPAP = true }) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["mikrotik": try Self.bundled("mikrotik")], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .presentingUI, "\(fixture.events.all)")
+            #expect(await fixture.runtime.presentUI("Venue", answers: ["username": "guest", "password": "aroma-2026"]) == .authenticated,
+                    "\(fixture.events.all)")
+            #expect(try await Self.probe(network) == .connected)
+        }
+    }
+
+    /// Meraki's click-through splash, as the simulator rebuilds it: its button only runs a
+    /// script, so click-through.lua claims nothing, and meraki.lua opens the grant URL the
+    /// script would.
+    @Test func bundledMerakiHelperOpensTheGrantURL() async throws {
+        try await withPortal(.meraki) { portal in
+            let scripts = ["meraki": try Self.bundled("meraki"), "click-through": try Self.bundled("click-through")]
+            let fixture = try await RuntimeFixture(scripts: scripts, configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "meraki")
+            #expect(try await Self.probe(network) == .connected)
+        }
+    }
+
     @Test func bundledCaptivePortalAPIHelperClaimsOnlyWhatItsAPISaysIsCaptive() async throws {
         try await withPortal(.capport) { portal in
             let scripts = ["capport": try Self.bundled("capport"), "click-through": try Self.bundled("click-through")]

@@ -7,10 +7,10 @@ local rawget, pcall = rawget, pcall
 local http_request, http_probe, http_capport = host.http.request, host.http.probe, host.http.capport
 local wispr_parse, wispr_login_form, url_parse, url_resolve = wispr.parse, wispr.login_form, url.parse, url.resolve
 local sleep, now, max, min = host.time.sleep, host.time.now, math.max, math.min
-local find, gsub, lower = string.find, string.gsub, string.lower
+local find, gsub, gmatch, lower = string.find, string.gsub, string.gmatch, string.lower
 local socket_tcp, socket_udp = host.socket.tcp, host.socket.udp
 local html_forms, html_submission, html_links, html_meta_refresh = html.forms, html.submission, html.links, html.meta_refresh
-local remove = table.remove
+local remove, concat = table.remove, table.concat
 
 -- Libraries every script sees as globals.
 globals.sleep = sleep
@@ -145,32 +145,52 @@ local STORE = {
   __metatable = "cmd.store",
 }
 
--- The context a host function that reaches the network gets: the command's cookie
--- session is added on the first such call, so a command that makes none pays nothing.
-local function io_context(record)
-  local context = record.context
-  if context[SESSION] == nil then context[SESSION] = record.session end
-  return context
-end
-
 -- A helper whose `hosts` has "@portal" may reach the hosts the network names as its
 -- portal during the command: the captive probe's redirect, the Captive Portal API's
--- URLs, the URLs of the WISPr messages wispr.login and wispr.logoff read.
-local function allow_portal(record, address)
-  local context = record.context
-  if not context[FOLLOWS_PORTAL] then return end
+-- URLs, the URLs of the WISPr messages wispr.login and wispr.logoff read. They are kept
+-- ("@portal.hosts", the latest few) for its later commands on the network: maintain and
+-- logoff run when the network is open and the probe names no portal, and a family helper
+-- reaches the same gateway's status and logout pages then.
+local PORTAL_HOSTS_KEY, KEPT_PORTAL_HOSTS = "@portal.hosts", 8
+local function allow_host(record, host)
   local allowed = record.allowed_hosts
   if allowed == nil then
     allowed = {}
-    for _, pattern in ipairs(context[HOSTS]) do allowed[pattern] = true end
+    for _, pattern in ipairs(record.context[HOSTS]) do allowed[pattern] = true end
     record.allowed_hosts = allowed
   end
+  if allowed[host] then return false end
+  allowed[host] = true
+  local hosts = record.context[HOSTS]
+  hosts[#hosts + 1] = host
+  return true
+end
+
+local function allow_portal(record, address)
+  if not record.context[FOLLOWS_PORTAL] then return end
   local host = type(address) == "string" and url_parse(address).host
-  if host and host ~= "" and not allowed[host:lower()] then
-    allowed[host:lower()] = true
-    local hosts = context[HOSTS]
-    hosts[#hosts + 1] = host:lower()
+  if not host or host == "" or not allow_host(record, host:lower()) then return end
+  local kept = {}
+  for known in gmatch(record.store_data[PORTAL_HOSTS_KEY] or "", "%S+") do
+    if known ~= host:lower() then kept[#kept + 1] = known end
   end
+  kept[#kept + 1] = host:lower()
+  if #kept > KEPT_PORTAL_HOSTS then remove(kept, 1) end
+  store_put(record, PORTAL_HOSTS_KEY, concat(kept, " "), 2)
+end
+
+-- The context a host function that reaches the network gets: the command's cookie
+-- session is added, and the portal hosts kept from earlier commands, on the first such
+-- call, so a command that makes none pays nothing.
+local function io_context(record)
+  local context = record.context
+  if context[SESSION] == nil then
+    context[SESSION] = record.session
+    if context[FOLLOWS_PORTAL] then
+      for host in gmatch(record.store_data[PORTAL_HOSTS_KEY] or "", "%S+") do allow_host(record, host) end
+    end
+  end
+  return context
 end
 
 -- The HTML pages a generic helper read in this command, the latest few (they count against
