@@ -134,6 +134,8 @@ import TestSupport
         #expect(delays == [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8)])
         // A retry is an automatic join.
         #expect(harness.transport.requests.last!.request.network?.didAutoJoin == true)
+        // The sixth retry is scheduled, and said, after the fifth failure's transition.
+        _ = await harness.events.wait(for: 6) { if case .log(let line) = $0 { line.message.hasPrefix("retrying Cafe") } else { false } }
         #expect(harness.events.logs.filter { $0.message.hasPrefix("retrying Cafe") }.count == 6)
         #expect(harness.persistence.snapshot.autoJoinDisabled.isEmpty)
     }
