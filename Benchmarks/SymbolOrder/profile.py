@@ -27,7 +27,7 @@ import sys
 import tempfile
 
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCRIPTS = os.path.join(CHECKOUT, "Scripts")
+SCRIPTS = os.path.join(CHECKOUT, "VenueHelpers")
 ORDERED = ("hotspot-helper", "hotspot-helper-web")
 
 

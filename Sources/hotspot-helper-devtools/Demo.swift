@@ -25,7 +25,7 @@ struct Demo: AsyncParsableCommand {
             """)
 
     @Option(name: .long, help: ArgumentHelp("The venue scripts.", valueName: "dir"))
-    var scripts = "Scripts"
+    var scripts = "VenueHelpers"
 
     @OptionGroup var answerOptions: AnswerOptions
 

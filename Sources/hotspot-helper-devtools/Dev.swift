@@ -28,7 +28,7 @@ struct Dev: AsyncParsableCommand {
             the portal intercepts, used as the network's connectivity probe.
 
             Examples:
-              hotspot-helper dev Scripts/aroma.lua --scenario click-through --ssid Aroma-Guest
+              hotspot-helper dev VenueHelpers/aroma.lua --scenario click-through --ssid Aroma-Guest
               hotspot-helper dev venue.lua --portal http://neverssl.com/ --interface wlan0
 
             Exit status with --once: 0 when the run reached authenticated, 1 when it did not, \

@@ -31,7 +31,7 @@ struct Networks: AsyncParsableCommand {
             """)
 
     @Option(name: .long, help: ArgumentHelp("A venue script, or a directory of *.lua scripts.", valueName: "path"))
-    var scripts = "Scripts"
+    var scripts = "VenueHelpers"
 
     @Option(name: .customLong("scan-list"), help: ArgumentHelp("The scan list, a JSON file.", valueName: "file"))
     var scanList: String?

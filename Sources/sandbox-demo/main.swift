@@ -37,7 +37,7 @@ do {
 
 print("Lua sandbox engine: \(engine.configuration.workerCount) worker processes \(engine.workerProcessIDs), deadline \(deadline), memory cap \(engine.configuration.memoryLimit >> 20) MiB\n")
 var failures = 0
-let venue = try await engine.load(ScriptSource(path: "Scripts/aroma.lua", text: """
+let venue = try await engine.load(ScriptSource(path: "VenueHelpers/aroma.lua", text: """
     local hosts = { 'portal.aroma.example' }
     return { evaluate = function() return 'high' end, ping = function() return 'pong' end }
     """))

@@ -128,7 +128,7 @@ final class OpenNDSTestbed: @unchecked Sendable {  // set up in init, torn down 
 struct OpenNDSTests {
     /// The bundled generic helpers only, as a device that meets a venue no script knows has them.
     static func bundledHelpers() throws -> String {
-        let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Scripts").standardized.path
+        let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../VenueHelpers").standardized.path
         let folder = try scratchDirectory("bundled-helpers")
         for name in ["click-through.lua", "capport.lua", "wispr.lua"] {
             try FileManager.default.copyItem(atPath: "\(scripts)/\(name)", toPath: "\(folder)/\(name)")

@@ -8,7 +8,7 @@ import TestSupport
 @Suite("hotspot-helper run", .serialized)
 struct DaemonTests {
     static let bundledScripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../Scripts").standardized.path
+        .appendingPathComponent("../../VenueHelpers").standardized.path
 
     /// A simulated venue, a scripts directory holding its bundled script, a state directory.
     struct Venue {

@@ -7,7 +7,7 @@ struct DemoTests {
     /// What `make demo` runs, from the repository root with the bundled scripts.
     @Test func everyVenueEndsAsExpected() async throws {
         let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../Scripts").standardized.path
+            .appendingPathComponent("../../VenueHelpers").standardized.path
         let run = try await CLI.run(["demo", "--scripts", scripts])
         #expect(run.status == 0, "\(run.output)\(run.errors)")
         #expect(run.output.contains("every venue ended as expected"))
@@ -26,7 +26,7 @@ struct DemoTests {
 
     @Test func jsonLinesOnly() async throws {
         let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../Scripts").standardized.path
+            .appendingPathComponent("../../VenueHelpers").standardized.path
         let run = try await CLI.run(["demo", "--scripts", scripts, "--json", "--answer", "email=reader@example.org"])
         #expect(run.status == 0)
         let lines = run.output.split(separator: "\n")
@@ -38,7 +38,7 @@ struct DemoTests {
     /// The bundled helpers and the example venue scripts load without a problem.
     @Test func bundledAndExampleScriptsPassCheck() async throws {
         let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../Scripts").standardized.path
+            .appendingPathComponent("../../VenueHelpers").standardized.path
         let run = try await CLI.run(["check", scripts, scripts + "/examples"])
         #expect(run.status == 0, "\(run.output)\(run.errors)")
         #expect(run.output == "15 scripts OK\n")

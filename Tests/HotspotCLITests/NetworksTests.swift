@@ -5,7 +5,7 @@ import TestSupport
 @Suite("hotspot-helper networks")
 struct NetworksTests {
     static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../Scripts").standardized.path
+        .appendingPathComponent("../../VenueHelpers").standardized.path
 
     func scanList(_ json: String) throws -> String {
         let directory = try CLI.temporaryDirectory()

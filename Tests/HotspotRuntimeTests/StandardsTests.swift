@@ -11,7 +11,7 @@ import HotspotCore
 @Suite("WISPr, RFC 8908 and the bundled helpers", .serialized)
 struct StandardsTests {
     static let scriptsDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../Scripts").standardized.path
+        .appendingPathComponent("../../VenueHelpers").standardized.path
 
     static func bundled(_ name: String) throws -> String {
         try String(contentsOfFile: "\(scriptsDirectory)/\(name).lua", encoding: .utf8)

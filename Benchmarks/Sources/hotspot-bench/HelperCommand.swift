@@ -16,9 +16,9 @@ enum HelperCommand {
         projectRoot.appendingPathComponent(".build/release/\(name)").path
     }
 
-    /// A bundled venue script (Scripts/<name>.lua).
+    /// A bundled venue script (VenueHelpers/<name>.lua).
     static func bundledScript(_ name: String) throws -> String {
-        let path = projectRoot.appendingPathComponent("Scripts/\(name).lua").path
+        let path = projectRoot.appendingPathComponent("VenueHelpers/\(name).lua").path
         guard FileManager.default.fileExists(atPath: path) else { throw BenchError("no bundled script at \(path)") }
         return path
     }
