@@ -1,3 +1,4 @@
+import LuaSandbox
 import PortalSimulator
 import Synchronization
 
@@ -38,33 +39,41 @@ private func measureLoginLimit(_ venue: ConnectVenue, portal: SimulatedPortal, d
                                runs: Int, requests: RequestLog) throws -> Figure {
     let connect = HelperCommand.connect(try venue.connectArguments(portal: portal, dnsPort: dnsPort, scratch: scratch))
     let curl = try LoginLimitVenue.curlLogin(venue, portal: portal)
-    /// Logs the device out, then runs `arguments` from a clean request log; its time to the
-    /// marker (to its exit without one) and the requests it made.
-    func loggedIn(_ arguments: [String], marker: String? = nil) throws -> (Double, [String]) {
+    /// Logs the device out, then runs `arguments` from a clean request log: when the portal
+    /// answered the request that opens the network (the form's POST), when it exited, and
+    /// the requests it made.
+    func loggedIn(_ arguments: [String]) throws -> (opened: Double, exited: Double, requests: [String]) {
         try runProcess(Curl.fetching([portal.url + "logout"]))
         _ = requests.take()
-        let run = try timedRun(arguments, marker: marker)
-        return (run.toMarker ?? run.toExit, requests.take())
+        let run = try timedRun(arguments)
+        let made = requests.take()
+        guard let opening = made.first(where: { $0.line.hasPrefix("POST ") }) else {
+            throw BenchError("\(arguments[0]) posted no form: \(made.map(\.line))")
+        }
+        return (Double(opening.at - run.start), run.toExit, made.map(\.line))
     }
-    var logins: [Double] = []
-    var curls: [Double] = []
+    var logins: [Double] = [], loginExits: [Double] = []
+    var curls: [Double] = [], curlExits: [Double] = []
     // Run 0 only warms the page cache.
     for run in 0...runs {
-        let (login, asked) = try loggedIn(connect, marker: #""to":"authenticated""#)
-        let (curled, curlAsked) = try loggedIn(curl)
-        guard asked == curlAsked else {
-            throw BenchError("curl's requests differ from the login's: \(asked) against \(curlAsked)")
+        let login = try loggedIn(connect)
+        let curled = try loggedIn(curl)
+        guard login.requests == curled.requests else {
+            throw BenchError("curl's requests differ from the login's: \(login.requests) against \(curled.requests)")
         }
         guard run > 0 else { continue }
-        logins.append(login)
-        curls.append(curled)
+        logins.append(login.opened)
+        loginExits.append(login.exited)
+        curls.append(curled.opened)
+        curlExits.append(curled.exited)
     }
     let (login, limit) = (Samples(logins), Samples(curls))
+    let (loginExit, curlExit) = (Samples(loginExits), Samples(curlExits))
     return Figure(
         name: "Login vs one curl, \(venue.scenario.name) (\(venue.script).lua)",
-        result: "median \(duration(nanoseconds: login.median)), min \(duration(nanoseconds: login.minimum)), max \(duration(nanoseconds: login.maximum)) (n=\(runs))",
+        result: "to the form's POST median \(duration(nanoseconds: login.median)), min \(duration(nanoseconds: login.minimum)), max \(duration(nanoseconds: login.maximum)); to exit median \(duration(nanoseconds: loginExit.median)) against curl's \(duration(nanoseconds: curlExit.median)), \(ratio(loginExit.median, over: curlExit.median)) (n=\(runs))",
         baseline: (duration(nanoseconds: limit.median), ratio(login.median, over: limit.median),
-                   "Login vs one curl: `hotspot-helper connect --json` from posix_spawn to its line saying the network went to `authenticated`. Baseline: one `curl` process making the same requests (method, path and answer, checked in the portal's log) from posix_spawn to its exit, names given with --resolve; median of the same runs, taking turns."),
+                   "Login vs one curl: `hotspot-helper connect --json` from posix_spawn to the portal answering the request that opens the network (the form's POST, stamped by the portal in the bench's process); to exit: to the process's end. Baseline: one `curl` process making the same requests (method, path and answer, checked in the portal's log), timed to the same POST, names given with --resolve; median of the same runs, taking turns."),
         goals: [.init(text: "median ≤ 2× one curl", met: login.median <= 2 * limit.median)])
 }
 
@@ -113,20 +122,22 @@ enum LoginLimitVenue {
     }
 }
 
-/// The requests a portal answered, as its request log tells them.
+/// The requests a portal answered, as its request log tells them, each stamped when the
+/// portal logged it (on `Deadline.now`'s clock, as `TimedRun.start`).
 private final class RequestLog: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let entries = Mutex<[(line: String, at: Int64)]>([])
 
     /// Keeps "GET /login -> 200" of the log's "credentials: 127.0.0.1:PORT GET /login -> 200".
     @Sendable func record(_ line: String) {
-        lines.withLock { $0.append(line.split(separator: " ").dropFirst(2).joined(separator: " ")) }
+        let at = Deadline.now.nanoseconds
+        entries.withLock { $0.append((line.split(separator: " ").dropFirst(2).joined(separator: " "), at)) }
     }
 
     /// The requests since the last call.
-    func take() -> [String] {
-        lines.withLock { lines in
-            defer { lines = [] }
-            return lines
+    func take() -> [(line: String, at: Int64)] {
+        entries.withLock { entries in
+            defer { entries = [] }
+            return entries
         }
     }
 }

@@ -37,6 +37,9 @@ func runProcess(_ arguments: [String], input: [UInt8] = []) throws -> String {
 
 /// One run of a program, timed from `posix_spawn`.
 struct TimedRun {
+    /// When it was spawned, on `Deadline.now`'s clock, for events other parts of the bench
+    /// stamp on it (a portal receiving a request).
+    let start: Int64
     /// Nanoseconds to the first chunk of its output that completed a line containing the
     /// marker; nil when none did.
     let toMarker: Double?
@@ -68,7 +71,7 @@ func timedRun(_ arguments: [String], marker: String? = nil) throws -> TimedRun {
     let text = String(decoding: output, as: UTF8.self)
     guard status == 0 else { throw BenchError("\(arguments.joined(separator: " ")) failed (wait status \(status)): \(text.suffix(400))") }
     if let marker, toMarker == nil { throw BenchError("\(arguments[0]) never wrote a line with \(marker)") }
-    return TimedRun(toMarker: toMarker, toExit: toExit, output: text)
+    return TimedRun(start: start, toMarker: toMarker, toExit: toExit, output: text)
 }
 
 /// A process started with pipes to its standard input and from its standard output.
