@@ -701,7 +701,7 @@ end
 local function describe(exports)
   if type(exports) ~= "table" then return { returned = type(exports) } end
   local handlers, unknown = {}, {}
-  local recognised = { name = true, hosts = true, ui = true }
+  local recognised = { name = true, hosts = true, ui = true, networks = true }
   for _, name in ipairs(HANDLERS) do
     recognised[name] = true
     local value = rawget(exports, name)
@@ -720,7 +720,7 @@ local function describe(exports)
   return {
     returned = "table", name = type(name) == "string" and name or nil,
     name_type = type(name), hosts = host_list, hosts_type = type(hosts),
-    handlers = handlers, unknown = unknown, ui = rawget(exports, "ui"),
+    handlers = handlers, unknown = unknown, ui = rawget(exports, "ui"), networks = rawget(exports, "networks"),
   }
 end
 
