@@ -168,10 +168,17 @@ function Command:tcp(host, port, options) end
 ---@return string? problem
 function Command:udp(host, port, options) end
 
----A venue credential from this helper's section of the secrets file.
+---A venue credential from this helper's section of the secrets file, or the network's ([helper "SSID"]).
+---Refused in evaluate, and in filter_scan_list but for "wifi_password" (docs/SCRIPTING.md, "What each command may do").
 ---@param name string
 ---@return string
 function Command:secret(name) end
+
+---Whether cmd:secret(name) would answer, once the command may read secrets: what evaluate,
+---which reads none, may know of them.
+---@param name string
+---@return boolean
+function Command:has_secret(name) end
 
 ---A question for the person (docs/SCRIPTING.md, "Asking the person").
 ---@class QuestionField
