@@ -16,9 +16,9 @@ SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lib
 # its iptables-legacy) in network namespaces; the package's own service, which systemd starts
 # on installation, is switched off, as it would hold this machine's interfaces; a real
 # systemd-networkd (systemd's) and ConnMan (with ethtool, for the veth's checksums) in network
-# namespaces too.
+# namespaces too; minisign, which signs the catalogs the tests verify, as an operator's would.
 TEST_PACKAGES := chromium systemd prometheus dbus python3-dbusmock network-manager isc-dhcp-client dnsmasq-base opennds iptables \
-	connman ethtool
+	connman ethtool minisign
 # What `make deb` needs besides the build's: lintian, which must find no error in the packages.
 DEB_PACKAGES := lintian
 # What `make test-package` needs: mmdebstrap makes a clean Debian 12 root, qemu boots it with

@@ -3,7 +3,8 @@
 -- Redirect, so a venue's own script (answering `high`) always wins.
 --
 -- Credentials come from the secrets file, section [wispr]: `username` and `password`, or
--- `username.SSID` and `password.SSID` for one network. Without them it claims nothing;
+-- `username.SSID` and `password.SSID` for one network. Without them it claims nothing (evaluate
+-- asks whether they are there, as it may not read them);
 -- when the gateway refuses them it asks a person (present_ui with answers `username` and
 -- `password`).
 
@@ -13,6 +14,11 @@ local function credential(cmd, name)
     local found, value = pcall(cmd.secret, cmd, key)
     if found then return value end
   end
+end
+
+-- Whether `credential` would find the secret: all evaluate may know of it.
+local function has_credential(cmd, name)
+  return cmd:has_secret(name .. "." .. cmd.network.ssid) or cmd:has_secret(name)
 end
 
 local TRY_AGAIN_LATER = {
@@ -34,7 +40,7 @@ return {
   hosts = { "@portal" },  -- only what the network names as its portal
 
   evaluate = function(cmd)
-    if not credential(cmd, "username") then return "none" end
+    if not has_credential(cmd, "username") then return "none" end
     local verdict = cmd:probe()
     if verdict.state ~= "captive" or not verdict.portal_url then return "none" end
     -- The probe found a WISPr Redirect in the page the portal put in its way.

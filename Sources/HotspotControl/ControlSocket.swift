@@ -118,10 +118,13 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
 
     public var networks: [Network]
     public var helpers: [Helper]
+    /// The version of the signed catalog the helpers come from; nil for a script directory.
+    public var catalogVersion: String?
 
-    public init(networks: [Network], helpers: [Helper]) {
+    public init(networks: [Network], helpers: [Helper], catalogVersion: String? = nil) {
         self.networks = networks
         self.helpers = helpers
+        self.catalogVersion = catalogVersion
     }
 }
 

@@ -148,12 +148,17 @@ public struct ReloadEvent: Sendable, Equatable {
     public var reloaded: [String]
     public var removed: [String]
     public var problems: [String]
+    /// The signed catalog's version this reload took; nil when it took none (or the scripts
+    /// are no signed catalog).
+    public var catalogVersion: String?
 
-    public init(reason: String, added: [String] = [], reloaded: [String] = [], removed: [String] = [], problems: [String] = []) {
+    public init(reason: String, added: [String] = [], reloaded: [String] = [], removed: [String] = [], problems: [String] = [],
+                catalogVersion: String? = nil) {
         self.reason = reason
         self.added = added
         self.reloaded = reloaded
         self.removed = removed
         self.problems = problems
+        self.catalogVersion = catalogVersion
     }
 }

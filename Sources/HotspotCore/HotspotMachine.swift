@@ -157,13 +157,27 @@ public actor HotspotMachine<Transport: HelperTransport> {
         return await evaluate(ssid)
     }
 
-    /// Evaluate goes to every enabled helper at once; the first `high` wins at once and
-    /// the others are cancelled; otherwise the first `low`, once all have answered.
+    /// A helper whose declaration matches with high confidence wins without any code running.
+    /// Otherwise evaluate goes to every enabled helper that declares nothing, at once; the
+    /// first `high` wins at once and the others are cancelled; otherwise the first `low`
+    /// (a declaration's before any helper's answer), once all have answered.
     private func evaluate(_ ssid: String) async -> HotspotState {
-        guard sessions[ssid] != nil else { return .inactive }
+        guard let network = sessions[ssid]?.network else { return .inactive }
         transition(ssid, to: .evaluating, helper: nil)
-        let candidates = helpers(except: persistence.snapshot.helpersOff(for: ssid))
-        var winner: Helper?
+        var candidates = helpers(except: persistence.snapshot.helpersOff(for: ssid))
+        let declared = declaredMatches(for: network, among: candidates)
+        if let (helper, match) = declared.first {
+            log(ssid, .info, "\(ssid) matches the declaration of \(helper.id) (\(match))", helper: helper.id)
+            if declared.count > 1, declared[1].match.confidence == match.confidence {
+                log(ssid, .warn, "\(ssid) matches the declarations of \(declared.map(\.helper.id).joined(separator: ", ")) alike; "
+                    + "\(helper.id) is chosen, being first by name", helper: helper.id)
+            }
+            if match.confidence == .high { return await authenticate(ssid, with: helper) }
+        }
+        var winner: Helper? = declared.first?.helper
+        if candidates.contains(where: { $0.declaredNetworks != nil }) {
+            candidates.removeAll { $0.declaredNetworks != nil }
+        }
         await sendAll(request(.evaluate, ssid: ssid), to: candidates) { helper, response in
             if response.confidence == .high {
                 winner = helper
@@ -178,6 +192,19 @@ public actor HotspotMachine<Transport: HelperTransport> {
             return .authenticated
         }
         return await authenticate(ssid, with: winner)
+    }
+
+    /// The helpers among `candidates` whose declarations match `network`, high confidence
+    /// first, each in the helpers' order.
+    private func declaredMatches(for network: NetworkDescription, among candidates: [Helper]) -> [(helper: Helper, match: NetworkDeclaration.Match)] {
+        let matches = candidates.compactMap { helper in helper.declaredNetworks?.match(network).map { (helper: helper, match: $0) } }
+        return matches.filter { $0.match.confidence == .high } + matches.filter { $0.match.confidence != .high }
+    }
+
+    /// The helper whose declaration evaluate would choose for `network`, and how it matched;
+    /// nil when no enabled helper's declaration matches it.
+    public func declaredHelper(for network: NetworkDescription) -> (helper: Helper, match: NetworkDeclaration.Match)? {
+        declaredMatches(for: network, among: helpers(except: persistence.snapshot.helpersOff(for: network.ssid))).first
     }
 
     private func authenticate(_ ssid: String, with helper: Helper) async -> HotspotState {

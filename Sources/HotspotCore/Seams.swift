@@ -13,6 +13,12 @@ public protocol HotspotHelper: Sendable, Equatable {
     /// The commands it has a handler for; any other is answered `command_not_recognized`
     /// without reaching it.
     var handlers: Set<HotspotCommand> { get }
+    /// The networks it declares it handles; nil for a helper that evaluates each network.
+    var declaredNetworks: NetworkDeclaration? { get }
+}
+
+extension HotspotHelper {
+    public var declaredNetworks: NetworkDeclaration? { nil }
 }
 
 /// One command as the state machine sends it.

@@ -38,6 +38,8 @@ public final class DaemonService: Sendable {
         public var probeInterval: Duration?
         /// Reload whenever a script changes on disk.
         public var watch = false
+        /// With keys, `scripts` is a signed catalog, verified against them.
+        public var trust: CatalogTrust?
 
         public init(scripts: String, sources: [NetworkSourceArgument], stateDirectory: String, version: String) {
             self.scripts = scripts
@@ -80,7 +82,8 @@ public final class DaemonService: Sendable {
             watchers.withLock { $0 }?.publish(Array(event.jsonLine(at: .now).utf8))
         }
         self.emit = emit
-        let catalog = HelperCatalog(path: settings.scripts, engine: engine, retirementDelay: configuration.commandDeadline)
+        let catalog = HelperCatalog(path: settings.scripts, engine: engine, retirementDelay: configuration.commandDeadline,
+                                    trust: settings.trust)
         let firstLoad = await catalog.refresh()
         let helpers = await catalog.helpers
         guard !helpers.isEmpty else {

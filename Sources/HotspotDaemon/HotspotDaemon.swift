@@ -113,7 +113,7 @@ public actor HotspotDaemon {
             DaemonStatus.Helper(id: helper.id, displayName: helper.displayName, switchedOff: saved.disabledHelpers.contains(helper.id),
                                 offFor: saved.disabledForNetwork.filter { $0.value.contains(helper.id) }.keys.sorted())
         }
-        return DaemonStatus(networks: views, helpers: helpers)
+        return DaemonStatus(networks: views, helpers: helpers, catalogVersion: await catalog.catalogVersion)
     }
 
     private func presentUI(_ ssid: String, answers: [String: String]) async -> ControlReply {
@@ -185,6 +185,6 @@ extension DaemonStatus {
         let authenticated = networks.count { $0.state == .authenticated }
         let each = networks.sorted { $0.ssid < $1.ssid }.map { "\($0.ssid) \($0.state.rawValue)" }.joined(separator: ", ")
         return "\(authenticated) of \(networks.count) network\(networks.count == 1 ? "" : "s") authenticated (\(each)); "
-            + "\(helpers.count) helper\(helpers.count == 1 ? "" : "s")"
+            + "\(helpers.count) helper\(helpers.count == 1 ? "" : "s")" + (catalogVersion.map { " of catalog \($0)" } ?? "")
     }
 }

@@ -44,6 +44,8 @@ public final class HotspotMetrics: Sendable {
     private let evaluatingSince = PlainLock<[String: ContinuousClock.Instant]>([:])
     /// The engine's replacement counts already added to the counter, by cause.
     private let countedReplacements = PlainLock<[String: Int]>([:])
+    /// The running signed catalog's series, replaced when a reload takes another version.
+    private let catalogInfo = PlainLock<Gauge?>(nil)
 
     public init(version: String, labelsNetworks: Bool = false) {
         self.labelsNetworks = labelsNetworks
@@ -85,6 +87,16 @@ public final class HotspotMetrics: Sendable {
         case .reload(let event):
             reloads.increment()
             loadErrors.increment(by: Int64(event.problems.count))
+            if let version = event.catalogVersion {
+                let gauge = registry.makeGauge(descriptor: Self.family("catalog", "info", "Always 1; the running signed catalog's version is its label."),
+                                               labels: [("version", version)])
+                gauge.set(Int64(1))
+                let old = catalogInfo.withLock { running in
+                    defer { running = gauge }
+                    return running
+                }
+                if let old, old !== gauge { registry.unregisterGauge(old) }
+            }
         case .log, .done:
             break
         }

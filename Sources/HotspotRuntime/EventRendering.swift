@@ -60,6 +60,8 @@ extension HotspotEvent {
             fields = [("event", .text("reload")), ("reason", .text(event.reason)), ("added", .texts(event.added)),
                       ("reloaded", .texts(event.reloaded)), ("removed", .texts(event.removed)),
                       ("problems", .texts(event.problems))]
+                // Only from a signed catalog: plain script directories' events stay as they were.
+                + (event.catalogVersion.map { [("catalog_version", .text($0))] } ?? [])
         case .connectivity(let event):
             fields = [("event", .text("connectivity")), ("network", .text(event.network)), ("verdict", .text(event.verdict.rawValue)),
                       ("portal_url", .text(event.portalURL)), ("interface_kind", .text(event.interfaceKind?.rawValue)),
@@ -114,6 +116,7 @@ extension HotspotEvent {
             add("RELOADED", event.reloaded.isEmpty ? nil : event.reloaded.joined(separator: " "))
             add("REMOVED", event.removed.isEmpty ? nil : event.removed.joined(separator: " "))
             add("PROBLEMS", event.problems.isEmpty ? nil : event.problems.joined(separator: "\n"))
+            add("CATALOG_VERSION", event.catalogVersion)
         case .connectivity(let event):
             add("EVENT", "connectivity")
             add("NETWORK", event.network)
@@ -193,7 +196,8 @@ extension HotspotEvent {
             if !event.reloaded.isEmpty { parts.append("reloaded " + event.reloaded.map(safe).joined(separator: ", ")) }
             if !event.removed.isEmpty { parts.append("removed " + event.removed.map(safe).joined(separator: ", ")) }
             if parts.isEmpty { parts.append(event.problems.isEmpty ? "nothing changed" : "nothing loaded") }
-            var line = "reload (\(safe(event.reason))): " + parts.joined(separator: "; ")
+            let catalog = event.catalogVersion.map { "catalog version \(safe($0)): " } ?? ""
+            var line = "reload (\(safe(event.reason))): " + catalog + parts.joined(separator: "; ")
             for problem in event.problems { line += "\n  " + paint(safe(problem), "31") }
             if !event.problems.isEmpty { line += "\n  scripts that loaded before keep their last good version" }
             return line
@@ -217,7 +221,7 @@ extension ConnectivityEvent {
 extension ReloadEvent {
     public init(reason: String, _ change: HelperCatalog.Change) {
         self.init(reason: reason, added: change.added, reloaded: change.reloaded, removed: change.removed,
-                  problems: change.problems.map(\.description))
+                  problems: change.problems.map(\.description), catalogVersion: change.catalogVersion)
     }
 }
 

@@ -8,6 +8,10 @@ import LinuxFiles
 ///
 /// A replaced version stays loaded in the engine for `retirementDelay`, so a command that
 /// started on it just before the reload still finishes on it.
+///
+/// With `trust`, the path is a signed catalog (`SignedCatalog`): only the scripts it verifies
+/// load, and a new version is taken whole or not at all: one that does not verify, or in
+/// which a script is refused or fails to load, leaves the last good version running.
 public actor HelperCatalog {
     /// What one `refresh` changed.
     public struct Change: Sendable, Equatable {
@@ -17,6 +21,8 @@ public actor HelperCatalog {
         public var removed: [String] = []
         /// Why scripts did not load; those loaded before keep their last good version.
         public var problems: [ScriptProblem] = []
+        /// The signed catalog's version taken, when a new one was.
+        public var catalogVersion: String?
 
         /// True when the set of helpers changed.
         public var changesHelpers: Bool { !(added.isEmpty && reloaded.isEmpty && removed.isEmpty) }
@@ -32,12 +38,16 @@ public actor HelperCatalog {
     public nonisolated let path: String
     private let engine: LuaEngine
     private let retirementDelay: Duration
+    private let trust: CatalogTrust?
     private var entries: [String: Entry] = [:]
+    /// The version of the signed catalog running, once one verified.
+    public private(set) var catalogVersion: String?
 
-    public init(path: String, engine: LuaEngine, retirementDelay: Duration = .seconds(60)) {
+    public init(path: String, engine: LuaEngine, retirementDelay: Duration = .seconds(60), trust: CatalogTrust? = nil) {
         self.path = path
         self.engine = engine
         self.retirementDelay = retirementDelay
+        self.trust = trust
     }
 
     /// The helpers that loaded, in file-name order.
@@ -49,46 +59,92 @@ public actor HelperCatalog {
     @discardableResult
     public func refresh() async -> Change {
         var change = Change()
-        let paths: [String]
-        do {
-            paths = try HelperScript.scriptPaths(at: path)
-        } catch {
-            change.problems.append(error)
-            return change
-        }
-        for gone in Set(entries.keys).subtracting(paths).sorted() {
-            if let helper = entries.removeValue(forKey: gone)?.helper {
-                change.removed.append(helper.id)
-                retire(helper)
-            }
-        }
-        for scriptPath in paths {
-            let text: String
-            do {
-                text = String(decoding: try BoundedFile.read(scriptPath, limit: HelperScript.maximumSize), as: UTF8.self)
+        var scripts: [(path: String, text: String?, entry: SignedCatalog.Entry?)] = []
+        var version: String?
+        if let trust {
+            do throws(CatalogProblem) {
+                let verified = try SignedCatalog.verify(directory: path, trust: trust)
+                scripts = verified.scripts.map { ($0.path, $0.text, $0.entry) }
+                change.problems = verified.refused
+                version = verified.version
             } catch {
-                change.problems.append(ScriptProblem(location: scriptPath, message: "\(error)"))
-                continue
+                change.problems.append(ScriptProblem(location: path, message: error.description + lastGood))
+                return change
             }
-            let previous = entries[scriptPath]
+        } else {
+            do {
+                scripts = try HelperScript.scriptPaths(at: path).map { ($0, nil, nil) }
+            } catch {
+                change.problems.append(error)
+                return change
+            }
+        }
+        // Staged, so that a signed catalog is taken whole or not at all.
+        var staged = entries
+        var retiring: [HelperScript] = []
+        var loaded: [HelperScript] = []
+        for gone in Set(staged.keys).subtracting(scripts.map(\.path)).sorted() {
+            if let helper = staged.removeValue(forKey: gone)?.helper {
+                change.removed.append(helper.id)
+                retiring.append(helper)
+            }
+        }
+        for (scriptPath, verifiedText, entry) in scripts {
+            let text: String
+            if let verifiedText {
+                text = verifiedText
+            } else {
+                do {
+                    text = String(decoding: try BoundedFile.read(scriptPath, limit: HelperScript.maximumSize), as: UTF8.self)
+                } catch {
+                    change.problems.append(ScriptProblem(location: scriptPath, message: "\(error)"))
+                    continue
+                }
+            }
+            let previous = staged[scriptPath]
             if let previous, previous.text == text {
                 continue
             }
             switch await HelperScript.load(path: scriptPath, text: text, into: engine) {
             case .success(let helper):
-                entries[scriptPath] = Entry(text: text, helper: helper)
+                if let entry, let mismatch = SignedCatalog.mismatch(of: helper, with: entry) {
+                    engine.unload(helper.handle)
+                    change.problems.append(ScriptProblem(location: scriptPath, message: mismatch))
+                    continue
+                }
+                loaded.append(helper)
+                staged[scriptPath] = Entry(text: text, helper: helper)
                 if let old = previous?.helper {
                     change.reloaded.append(helper.id)
-                    retire(old)
+                    retiring.append(old)
                 } else {
                     change.added.append(helper.id)
                 }
             case .failure(let found):
-                entries[scriptPath] = Entry(text: text, helper: previous?.helper)
+                staged[scriptPath] = Entry(text: text, helper: previous?.helper)
                 change.problems += found.problems
             }
         }
+        // The running version read again keeps what it has; a new one with a problem is not taken.
+        if trust != nil, catalogVersion != nil, version != catalogVersion, !change.problems.isEmpty {
+            for helper in loaded { engine.unload(helper.handle) }
+            change.added = []
+            change.reloaded = []
+            change.removed = []
+            change.problems.append(ScriptProblem(location: path, message: "the catalog version \(version ?? "?") is refused" + lastGood))
+            return change
+        }
+        entries = staged
+        retiring.forEach(retire)
+        if let version, version != catalogVersion {
+            catalogVersion = version
+            change.catalogVersion = version
+        }
         return change
+    }
+
+    private var lastGood: String {
+        catalogVersion.map { "; the catalog version \($0) keeps running" } ?? ""
     }
 
     private func retire(_ helper: HelperScript) {

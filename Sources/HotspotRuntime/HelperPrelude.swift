@@ -39,13 +39,16 @@ enum HelperPrelude {
 
     /// The names the Swift enums hold, so the prelude never spells them itself: the results
     /// a handler may answer, the handlers a script may define, the context's keys (by the
-    /// name of their case), and the store's limit.
+    /// name of their case), the store's limit, and what each command may do.
     static var contract: String {
         func list(_ names: [String]) -> String { "{ " + names.map { "\"\($0)\"" }.joined(separator: ", ") + " }" }
         let contextKeys = HelperContext.Key.allCases.map { "\(String(describing: $0)) = \"\($0.rawValue)\"" }
         return """
             { results = \(list(CommandResult.allCases.map(\.rawValue))), handlers = \(list(HotspotCommand.allCases.map(\.rawValue))), \
-            context = { \(contextKeys.joined(separator: ", ")) }, store_limit = \(StateDirectory.storeLimit) }
+            context = { \(contextKeys.joined(separator: ", ")) }, store_limit = \(StateDirectory.storeLimit), \
+            without_network = \(list(CommandPrivileges.withoutNetwork.map(\.rawValue))), \
+            without_secrets = \(list(CommandPrivileges.withoutSecrets.map(\.rawValue))), \
+            scan_list_secrets = \(list(CommandPrivileges.scanListSecrets)) }
             """
     }
 }

@@ -19,6 +19,8 @@ public struct HelperScript: Sendable, Hashable {
     /// The script's `ui`: what it asks a person when it answers `ui_required` without
     /// questions of its own.
     public let questions: PersonQuestions?
+    /// The script's `networks`: chosen by it, never sent evaluate; nil when it declares none.
+    public let declaredNetworks: NetworkDeclaration?
     let handle: ScriptHandle
 
     public static let maximumDisplayNameLength = 15
@@ -78,7 +80,7 @@ extension HelperScript {
             let id = path.pathLastComponent.pathDeletingExtension
             return .success(HelperScript(id: id, path: path, displayName: contract.displayName, hosts: contract.hosts,
                                          followsPortal: contract.followsPortal, handlers: contract.handlers,
-                                         questions: contract.questions, handle: handle))
+                                         questions: contract.questions, declaredNetworks: contract.declaredNetworks, handle: handle))
         case .failure(let problems):
             engine.unload(handle)
             return .failure(problems)
@@ -104,6 +106,7 @@ extension HelperScript {
         var followsPortal: Bool
         var handlers: Set<HotspotCommand>
         var questions: PersonQuestions?
+        var declaredNetworks: NetworkDeclaration?
     }
 
     /// Checks the prelude's description of the returned table against the contract.
@@ -155,7 +158,7 @@ extension HelperScript {
         }
         for unknown in (table["unknown"].tableValue?.array ?? []).compactMap(\.stringValue).sorted() {
             let known = HotspotCommand.allCases.map(\.rawValue).joined(separator: ", ")
-            problems.append(ScriptProblem(location: at(unknown), message: "unknown field `\(unknown)`; handlers are \(known), plus `name`, `hosts` and `ui`"))
+            problems.append(ScriptProblem(location: at(unknown), message: "unknown field `\(unknown)`; handlers are \(known), plus `name`, `hosts`, `ui` and `networks`"))
         }
         var questions: PersonQuestions?
         if !table["ui"].isNil {
@@ -165,8 +168,21 @@ extension HelperScript {
                 problems.append(ScriptProblem(location: at("ui"), message: error.description))
             }
         }
+        var declaredNetworks: NetworkDeclaration?
+        if !table["networks"].isNil {
+            do throws(NetworkDeclaration.ReadingProblem) {
+                declaredNetworks = try NetworkDeclaration(lua: table["networks"])
+            } catch {
+                problems.append(ScriptProblem(location: at("networks"), message: error.description))
+            }
+            if handlers.contains(.evaluate) {
+                problems.append(ScriptProblem(location: at("evaluate"), message: "a script that declares its `networks` is never asked "
+                                              + "to evaluate; leave out `evaluate`, or `networks` to have it judge each network"))
+            }
+        }
         guard problems.isEmpty else { return .failure(ScriptProblems(problems: problems)) }
-        return .success(Contract(displayName: name, hosts: hosts, followsPortal: followsPortal, handlers: handlers, questions: questions))
+        return .success(Contract(displayName: name, hosts: hosts, followsPortal: followsPortal, handlers: handlers, questions: questions,
+                                 declaredNetworks: declaredNetworks))
     }
 
     /// The first line that assigns `key =` (a best effort: the line an operator looks at).

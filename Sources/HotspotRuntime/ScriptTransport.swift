@@ -19,8 +19,8 @@ public final class ScriptTransport: HelperTransport {
     /// Cookie sessions are this transport's random prefix and the join's count: unique in
     /// its workers, without reading the system's random source at every join.
     private let cookieSessionPrefix = UUID().uuidString
-    /// Each helper's encoded own table, by helper id (see `encodedHelperTable`).
-    private let encodedHelperTables = PlainLock<[String: EncodedHelperTable]>([:])
+    /// Each helper's encoded own table, by helper id and command (see `encodedHelperTable`).
+    private let encodedHelperTables = PlainLock<[EncodedHelperTable.Key: EncodedHelperTable]>([:])
 
     init(engine: LuaEngine, stateDirectory: StateDirectory, configuration: RuntimeConfiguration,
          events: @escaping @Sendable (HotspotEvent) -> Void) {
@@ -31,7 +31,7 @@ public final class ScriptTransport: HelperTransport {
     }
 
     public nonisolated(nonsending) func send(_ request: CommandRequest, to helper: HelperScript) async -> HelperResponse {
-        let arguments = [helperTable(for: helper, network: request.network), sharedTable(request)]
+        let arguments = [helperTable(for: helper, network: request.network, command: request.command), sharedTable(request)]
         let outcome = await engine.call(helper.handle, "dispatch", arguments, deadline: Self.deadline(of: request),
                                         cpuLimit: request.cpuLimit)
         return conclude(request, helper, outcome: outcome)
@@ -41,12 +41,12 @@ public final class ScriptTransport: HelperTransport {
                                                 _ take: (HelperScript, HelperResponse) -> Bool) async {
         // Each helper's part is made (or taken already encoded) as it is sent, so the first
         // helpers run while the rest are made; the part they share is encoded once.
-        let network = request.network
+        let network = request.network, command = request.command
         let outcomes = engine.callAll(count: helpers.count, sharing: [sharedTable(request)], deadline: Self.deadline(of: request),
                                       cpuLimit: request.cpuLimit) { index in
             let helper = helpers[index]
-            guard let encoded = self.encodedHelperTable(for: helper, network: network) else {
-                return ScriptCall(helper.handle, "dispatch", [self.helperTable(for: helper, network: network)])  // reports the error
+            guard let encoded = self.encodedHelperTable(for: helper, network: network, command: command) else {
+                return ScriptCall(helper.handle, "dispatch", [self.helperTable(for: helper, network: network, command: command)])  // reports the error
             }
             return ScriptCall(helper.handle, "dispatch", encodedArguments: encoded)
         }
@@ -59,11 +59,11 @@ public final class ScriptTransport: HelperTransport {
     public func helpersReplaced(by helpers: [HelperScript]) {
         // An encoding of a helper that is gone would stay for good, holding its table.
         let ids = Set(helpers.map(\.id))
-        encodedHelperTables.withLock { tables in tables = tables.filter { ids.contains($0.key) } }
+        encodedHelperTables.withLock { tables in tables = tables.filter { ids.contains($0.key.helper) } }
     }
 
     /// The helpers whose own table is kept encoded (for tests).
-    var encodedHelperIDs: Set<String> { encodedHelperTables.withLock { Set($0.keys) } }
+    var encodedHelperIDs: Set<String> { encodedHelperTables.withLock { Set($0.keys.map(\.helper)) } }
 
     private static func deadline(of request: CommandRequest) -> CallDeadline {
         request.deadline.map { .after($0) } ?? .unlimited
@@ -71,18 +71,20 @@ public final class ScriptTransport: HelperTransport {
 
     /// `helperTable`, encoded: from the last command for the same helper and network link when
     /// the helper's store is empty, since then nothing in it changes (its context depends on
-    /// the helper, the configuration and the network's link alone), so a join does not build
-    /// and encode it for each of its helpers again.
-    private func encodedHelperTable(for helper: HelperScript, network: NetworkDescription?) -> EncodedLuaValues? {
+    /// the helper, the command, the configuration and the network's link alone: the commands
+    /// sent to every helper read no secret of a network's own), so a join
+    /// does not build and encode it for each of its helpers again.
+    private func encodedHelperTable(for helper: HelperScript, network: NetworkDescription?, command: HotspotCommand) -> EncodedLuaValues? {
         let link = network.map(HelperNetworkContext.init)
+        let key = EncodedHelperTable.Key(helper: helper.id, command: command)
         let hasStore = network.map { !stateDirectory.store(helper: helper.id, ssid: $0.ssid).isEmpty } ?? false
-        if !hasStore, let cached = encodedHelperTables.withLock({ $0[helper.id] }),
+        if !hasStore, let cached = encodedHelperTables.withLock({ $0[key] }),
            cached.helper == helper, cached.link == link {
             return cached.values
         }
-        guard let values = try? EncodedLuaValues([helperTable(for: helper, network: network)]) else { return nil }
+        guard let values = try? EncodedLuaValues([helperTable(for: helper, network: network, command: command)]) else { return nil }
         if !hasStore {
-            encodedHelperTables.withLock { $0[helper.id] = EncodedHelperTable(helper: helper, link: link, values: values) }
+            encodedHelperTables.withLock { $0[key] = EncodedHelperTable(helper: helper, link: link, values: values) }
         }
         return values
     }
@@ -101,13 +103,18 @@ public final class ScriptTransport: HelperTransport {
     }
 
     struct EncodedHelperTable {
+        struct Key: Hashable {
+            let helper: String
+            let command: HotspotCommand
+        }
+
         let helper: HelperScript
         let link: HelperNetworkContext?
         let values: EncodedLuaValues
     }
 
     /// The helper's own part of a command: its context and store.
-    private func helperTable(for helper: HelperScript, network: NetworkDescription?) -> LuaValue {
+    private func helperTable(for helper: HelperScript, network: NetworkDescription?, command: HotspotCommand) -> LuaValue {
         var table = LuaTable()
         if let network {
             let store = stateDirectory.store(helper: helper.id, ssid: network.ssid)
@@ -116,7 +123,7 @@ public final class ScriptTransport: HelperTransport {
                     store.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
             }
         }
-        table["context"] = context(for: helper, network: network)
+        table["context"] = context(for: helper, network: network, command: command)
         return .table(table)
     }
 
@@ -168,11 +175,12 @@ public final class ScriptTransport: HelperTransport {
         return response
     }
 
-    /// What the prelude keeps out of the script's reach for `cmd:http` and `cmd:secret`; the
-    /// prelude adds the command's cookie session.
-    func context(for helper: HelperScript, network: NetworkDescription?) -> LuaValue {
+    /// What the prelude keeps out of the script's reach for `cmd:http` and `cmd:secret`, with
+    /// the secrets `command` may read; the prelude adds the command's cookie session.
+    func context(for helper: HelperScript, network: NetworkDescription?, command: HotspotCommand) -> LuaValue {
         HelperContext(
-            hosts: helper.hosts, secrets: configuration.secrets.of(helper: helper.id), helper: helper.id,
+            hosts: helper.hosts, secrets: CommandPrivileges.secrets(configuration.secrets, of: helper.id, in: command, on: network),
+            helper: helper.id,
             interface: network?.interface, resolvers: network?.resolvers ?? [], probes: network?.probeURLs ?? [],
             caFile: configuration.caFile, captivePortalAPI: network?.captivePortalAPI,
             allowsPlainHTTPCaptivePortalAPI: network?.allowsPlainHTTPCaptivePortalAPI(configured: configuration.allowsPlainHTTPCaptivePortalAPI)

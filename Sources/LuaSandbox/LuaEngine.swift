@@ -209,6 +209,7 @@ public final class LuaEngine: Sendable {
     public let configuration: Configuration
     private let slots: [WorkerSlot]
     private let nextScriptID = Atomic<UInt32>(0)
+    private let callCount = Atomic<Int>(0)
 
     /// Starts a worker of `executable` now, for the next engine of this process with that
     /// executable to take instead of starting one. A command line that will make an engine
@@ -252,6 +253,7 @@ public final class LuaEngine: Sendable {
     /// the load and the worker runs a script's frames in the order they come.
     public func load(_ source: ScriptSource, thenCalling entry: String) async throws(LuaScriptError) -> (ScriptHandle, CallOutcome) {
         let handle = newHandle()
+        callCount.add(1, ordering: .relaxed)
         let deadline = Deadline.after(configuration.defaultDeadline)
         let call = try Self.callFrame(ScriptCall(handle, entry), deadline: deadline, cpuLimit: nil)
         let outcomes = await slots[handle.slot].perform(
@@ -287,6 +289,7 @@ public final class LuaEngine: Sendable {
     /// Lua code, or by ending its worker in a C function (after `killGrace`).
     public func call(_ script: ScriptHandle, _ entry: String, _ arguments: [LuaValue] = [],
                      deadline: CallDeadline = .default, cpuLimit: Duration? = nil) async -> CallOutcome {
+        callCount.add(1, ordering: .relaxed)
         let resolved = resolve(deadline)
         let frame: WorkerFrame
         do throws(LuaScriptError) {
@@ -315,6 +318,7 @@ public final class LuaEngine: Sendable {
         let channel = OutcomeChannel(count: count)
         let outcomes = CallOutcomes(owner: Abandonment(channel), memoryLimit: configuration.memoryLimit)
         guard count > 0 else { return outcomes }
+        callCount.add(count, ordering: .relaxed)
         let sharedEncoding: EncodedLuaValues
         do throws(LuaScriptError) {
             sharedEncoding = try LuaValueCodec.encode(values: shared)
@@ -386,6 +390,9 @@ public final class LuaEngine: Sendable {
     /// either way.
     package static let checksResidentSize = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") == nil
         && dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") == nil
+
+    /// How many calls into scripts the engine has made (for tests that count what code ran).
+    public var callsMade: Int { callCount.load(ordering: .relaxed) }
 
     /// The worker processes' ids, in slot order (for monitoring and tests).
     public var workerProcessIDs: [Int32] { slots.map(\.processID) }

@@ -10,8 +10,9 @@ struct Check: AsyncParsableCommand {
         abstract: "Loads scripts in the sandbox without running a command, and reports every problem.",
         discussion: """
             Reports syntax errors, a returned value that is not a table, unknown or \
-            non-function handlers, a display name over 15 characters and malformed hosts \
-            patterns, each with file:line. Exit status 1 when anything is wrong.
+            non-function handlers, a display name over 15 characters, malformed hosts \
+            patterns and `networks` declarations, each with file:line, and a network two \
+            scripts both declare. Exit status 1 when anything is wrong.
 
             Editors catch most mistakes before check does: docs/lua/hotspot-helper.lua \
             describes the whole script API for the Lua language server (add the docs/lua \
@@ -33,10 +34,14 @@ struct Check: AsyncParsableCommand {
         defer { engine.shutdown() }
         var problems: [ScriptProblem] = []
         var checked = 0
+        var helpers: [HelperScript] = []
         for path in scripts {
             checked += (try? HelperScript.scriptPaths(at: path).count) ?? 0
-            problems += await HotspotRuntime.loadHelpers(at: path, into: engine).1
+            let (loaded, found) = await HotspotRuntime.loadHelpers(at: path, into: engine)
+            helpers += loaded
+            problems += found
         }
+        problems += HelperScript.sharedDeclarations(among: helpers)
         for problem in problems { print(problem.description) }
         if !problems.isEmpty {
             print("the script API, for editors that use the Lua language server: docs/lua/hotspot-helper.lua")

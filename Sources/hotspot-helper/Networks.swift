@@ -26,6 +26,9 @@ struct Networks: AsyncParsableCommand {
             and filtered again every 5 seconds (as a watched scan list is), and the table \
             printed when it changes.
 
+            A network that a script's `networks` declares gets a DECLARED column: the script \
+            evaluate would choose without running any code, and the entry that matched.
+
             Exit status: 0, 1 when NetworkManager gives no scan list within 5 seconds, or 2 for \
             usage errors, an unreadable scan list and scripts that fail to load.
             """)
@@ -86,26 +89,45 @@ struct Networks: AsyncParsableCommand {
             if case .command(let answered) = event, answered.result == .failure { output.write(event) }
         }
         guard watch else {
-            output.line(table(first, await runtime.filterScanList(first)))
+            output.line(table(first, await runtime.filterScanList(first), declared: await declarations(first, runtime)))
             return
         }
         var shown: String?
         for await claims in runtime.watchScanList(scanList: current) {
-            let text = table(await current(), claims)
+            let networks = await current()
+            let text = table(networks, claims, declared: await declarations(networks, runtime))
             if text != shown { output.line(text + "\n") }
             shown = text
         }
     }
 
-    func table(_ networks: [NetworkDescription], _ claims: [NetworkClaim]) -> String {
+    /// For each network, the helper whose declaration matches it and how; nil where none does.
+    func declarations(_ networks: [NetworkDescription], _ runtime: HotspotRuntime) async -> [String?] {
+        var declared: [String?] = []
+        for network in networks {
+            declared.append(await runtime.declaredHelper(for: network).map { "\($0.helper.displayName) (\($0.helper.id)): \($0.match)" })
+        }
+        return declared
+    }
+
+    func table(_ networks: [NetworkDescription], _ claims: [NetworkClaim], declared: [String?]) -> String {
         // An SSID with a newline or an escape sequence would forge a line or repaint the terminal.
         let names = networks.map { $0.ssid.escapingControlCharacters() }
         let width = max(4, names.map(\.count).max() ?? 0)
-        var lines = ["SSID".padded(to: width + 2) + "HELPER"]
-        for (network, name) in zip(networks, names) {
+        let helpers = networks.map { network in
             let claim = claims.first { $0.ssid.utf8.elementsEqual(network.ssid.utf8) && ($0.bssid == nil || $0.bssid == network.bssid) }
-            let helper = claim.map { "\($0.displayName) (\($0.helper))" + ($0.password == nil ? "" : ", password supplied") } ?? "-"
-            lines.append(name.padded(to: width + 2) + helper.escapingControlCharacters())
+            return (claim.map { "\($0.displayName) (\($0.helper))" + ($0.password == nil ? "" : ", password supplied") } ?? "-")
+                .escapingControlCharacters()
+        }
+        // The column only when a declaration matched, as most scripts evaluate.
+        let helperWidth = declared.contains { $0 != nil } ? max(6, helpers.map(\.count).max() ?? 0) + 2 : 0
+        func row(_ name: String, _ helper: String, _ declared: String?) -> String {
+            helperWidth == 0 ? name.padded(to: width + 2) + helper
+                : name.padded(to: width + 2) + helper.padded(to: helperWidth) + (declared ?? "-").escapingControlCharacters()
+        }
+        var lines = [row("SSID", "HELPER", "DECLARED")]
+        for (index, name) in names.enumerated() {
+            lines.append(row(name, helpers[index], declared[index]))
         }
         return lines.joined(separator: "\n")
     }

@@ -114,6 +114,7 @@ enum StatusText {
             return "\(helper.id) (\(helper.displayName)\(off))"
         }
         lines.append("helpers: " + (helpers.isEmpty ? "none" : helpers.joined(separator: ", ")))
+        if let version = status.catalogVersion { lines.append("catalog: version \(version)") }
         // Each line is one line: what came from the daemon (SSIDs, portals' URLs, scripts'
         // texts and errors) has its control characters escaped.
         return lines.map { $0.escapingControlCharacters() }.joined(separator: "\n")

@@ -6,6 +6,7 @@ import FoundationEssentials
 import HotspotCommandLine
 import HotspotControl
 import HotspotDaemon
+import HotspotRuntime
 import NetworkSources
 import ServiceIntegration
 
@@ -67,18 +68,36 @@ struct Run: AsyncParsableCommand {
             credential `secrets` (LoadCredential=secrets:PATH) when there is one. \
             --metrics-listen serves Prometheus metrics at /metrics.
 
+            --catalog DIR --trust KEYS runs a signed catalog instead (docs/OPERATIONS.md): only \
+            the scripts its minisign-signed manifest lists with their digests load, and what is \
+            refused is said with why; SIGHUP takes a replaced catalog whole, or keeps the last \
+            good one when the new one does not verify or a script of it fails to load.
+
             Examples:
               hotspot-helper run --scripts /etc/hotspot-helper/scripts \\
                 --source interface:wlan0:Aroma-Guest --secrets /etc/hotspot-helper/secrets --watch
               hotspot-helper run --scripts /etc/hotspot-helper/scripts --source networkmanager
               hotspot-helper run --scripts /etc/hotspot-helper/scripts --source networkd:eth0
+              hotspot-helper run --catalog /var/lib/fleet/catalog --trust /etc/hotspot-helper/fleet.pub \\
+                --signed-only --source networkmanager
 
             Exit status: 0 after SIGTERM or SIGINT, 2 for usage errors, no loadable script, an \
             unusable state directory, or another daemon on the same state directory.
             """)
 
     @Option(name: .long, help: ArgumentHelp("A venue script, or a directory of *.lua scripts.", valueName: "path"))
-    var scripts: String
+    var scripts: String?
+
+    @Option(name: .long, help: ArgumentHelp("A signed catalog instead: a directory with manifest.json, its minisign signature manifest.json.minisig and the scripts it lists (docs/OPERATIONS.md).",
+                                            valueName: "dir"))
+    var catalog: String?
+
+    @Option(name: .long, help: ArgumentHelp("The minisign public keys that may sign the catalog, as `minisign -G` writes them (one or more).",
+                                            valueName: "keys"))
+    var trust: String?
+
+    @Flag(name: .customLong("signed-only"), help: "Refuse to run unsigned scripts: only a --catalog that verifies against --trust.")
+    var signedOnly = false
 
     @Option(name: .customLong("source"),
             help: ArgumentHelp("Where networks come from: an interface treated as a joined Wi-Fi network, NetworkManager, ConnMan, systemd-networkd, or auto (whichever runs); repeatable.",
@@ -136,6 +155,15 @@ struct Run: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        switch (scripts, catalog, trust) {
+        case (nil, nil, _): throw ValidationError("give --scripts PATH, or --catalog DIR --trust KEYS")
+        case (.some, .some, _): throw ValidationError("give --scripts or --catalog, not both")
+        case (_, .some, nil): throw ValidationError("--catalog needs --trust KEYS: the minisign public keys that may sign it")
+        case (.some, nil, .some): throw ValidationError("--trust goes with --catalog DIR")
+        case (.some, nil, nil) where signedOnly:
+            throw ValidationError("--signed-only refuses --scripts, whose scripts are not signed; give --catalog DIR --trust KEYS")
+        default: break
+        }
         guard !sources.isEmpty else {
             throw ValidationError("give at least one --source, such as --source interface:wlan0:Aroma-Guest or --source networkmanager")
         }
@@ -171,8 +199,16 @@ struct Run: AsyncParsableCommand {
         // The one directory the control group's search permission may be added to: the state
         // directory this daemon makes now (`/run`, or a private directory, stays as it is).
         let madeStateDirectory = !FileManager.default.fileExists(atPath: stateDirectory)
-        var settings = DaemonService.Settings(scripts: scripts, sources: sources, stateDirectory: stateDirectory,
+        var settings = DaemonService.Settings(scripts: scripts ?? catalog ?? "", sources: sources, stateDirectory: stateDirectory,
                                               version: HotspotHelperCommand.version)
+        if let trust {
+            do throws(CatalogProblem) {
+                settings.trust = try CatalogTrust.load(path: trust)
+            } catch {
+                output.fail("--trust \(error)")
+                throw ExitCode(2)
+            }
+        }
         settings.controlSocket = controlSocket
         settings.controlGroup = controlGroup.flatMap(ControlServer.groupID(named:))
         settings.metricsListen = metricsListen

@@ -577,6 +577,31 @@ struct DaemonTests {
         #expect(try await daemon.waitForExit() == 0)
     }
 
+    /// The bundled aroma helper shipped as a catalog signed with Debian's minisign: the daemon
+    /// verifies it, logs in with it, and says the catalog's version in its events and status.
+    @Test func runsASignedCatalogAndSaysItsVersion() async throws {
+        let venue = try await Self.aromaVenue()
+        defer { Task { await venue.portal.stop() } }
+        let keys = try CLI.temporaryDirectory()
+        let manifest = #"{"version": "2026.11.28-1", "helpers": [{"name": "aroma", "version": "1", "sha256": "%s", "#
+            + #""hosts": ["portal.aroma.example"]}]}"#
+        let scripts = venue.scripts
+        let made = try await onOwnThread {
+            try shellStatus("cd \(scripts) && printf '\(manifest)' $(sha256sum aroma.lua | cut -c1-64) > manifest.json"
+                + " && minisign -G -W -p \(keys)/fleet.pub -s \(keys)/fleet.key && minisign -S -s \(keys)/fleet.key -m manifest.json")
+        }
+        #expect(made == 0)
+        let arguments = venue.arguments().map { $0 == "--scripts" ? "--catalog" : $0 } + ["--trust", keys + "/fleet.pub", "--signed-only"]
+        let daemon = try RunningCLI(arguments)
+        let started = try await daemon.waitForEvent { $0["event"] as? String == "reload" }
+        #expect(started["catalog_version"] as? String == "2026.11.28-1", "\(started)")
+        try await daemon.waitForEvent(Self.isState("authenticated"))
+        let status = try await venue.control(["status"])
+        #expect(status.output.contains("catalog: version 2026.11.28-1"), "\(status.output)")
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
     @Test func usageErrorsSayWhatIsExpected() async throws {
         let scripts = try CLI.temporaryDirectory()
         let noSource = try await CLI.run(["run", "--scripts", scripts])
@@ -595,6 +620,16 @@ struct DaemonTests {
                                               "--state-dir", try CLI.temporaryDirectory()])
         #expect(nothingLoads.status == 2)
         #expect(nothingLoads.errors.contains("nothing to run"))
+        for (arguments, message) in [
+            (["--catalog", scripts], "--catalog needs --trust KEYS"),
+            (["--scripts", scripts, "--trust", scripts], "--trust goes with --catalog DIR"),
+            (["--scripts", scripts, "--signed-only"], "--signed-only refuses --scripts, whose scripts are not signed"),
+            (["--catalog", scripts, "--trust", scripts + "/none.pub"], "--trust \(scripts)/none.pub: cannot read the file"),
+        ] {
+            let refused = try await CLI.run(["run", "--source", "interface:lo:Cafe", "--state-dir", try CLI.temporaryDirectory()] + arguments)
+            #expect(refused.status == 2)
+            #expect(refused.errors.contains(message), "\(refused.errors)")
+        }
     }
 
     /// Durations that overflowed a deadline (exit 132) or ran a timer in a loop are refused with

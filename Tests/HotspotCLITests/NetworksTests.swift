@@ -25,6 +25,30 @@ struct NetworksTests {
         #expect(!run.output.contains("campus-wpa-2026"))
     }
 
+    /// `networks` names the declaration evaluate would choose by; `check` reports a network
+    /// two scripts declare.
+    @Test func showsWhichDeclarationMatchedAndCheckReportsTwoDeclaringOneNetwork() async throws {
+        let list = try scanList(#"[{"ssid": "Campus Guest", "bssid": "02:5E:10:00:00:01"}, {"ssid": "Campus-East"}, {"ssid": "Other"}]"#)
+        let scripts = (list as NSString).deletingLastPathComponent + "/scripts"
+        try FileManager.default.createDirectory(atPath: scripts, withIntermediateDirectories: true)
+        func script(_ name: String, _ networks: String) throws {
+            try "return { name = '\(name)', hosts = {},\n  networks = \(networks),\n  authenticate = function(cmd) return 'success' end }\n"
+                .write(toFile: "\(scripts)/\(name.lowercased()).lua", atomically: true, encoding: .utf8)
+        }
+        try script("Campus", "{ ssids = { 'Campus Guest' }, ssid_patterns = { 'Campus-*' }, bssid_prefixes = { '02:5e:10' } }")
+        try script("Chain", "{ ssid_patterns = { 'Campus-*' } }")
+        let run = try await CLI.run(["networks", "--scripts", scripts, "--scan-list", list])
+        #expect(run.status == 0, "\(run.errors)")
+        let lines = run.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+        #expect(lines == ["SSID HELPER DECLARED", #"Campus Guest - Campus (campus): ssid "Campus Guest" at bssid 02:5e:10, high confidence"#,
+                          #"Campus-East - Chain (chain): ssid pattern "Campus-*", low confidence"#, "Other - -"])
+
+        let checked = try await CLI.run(["check", scripts])
+        #expect(checked.status == 1)
+        #expect(checked.output.contains(#"\#(scripts)/chain.lua: `networks`: campus declares ssid pattern "Campus-*" as well; "#
+                                        + "campus would be chosen and chain never asked"))
+    }
+
     @Test func scriptsThatAreNotThereAreSaidSoWithoutBlamingAScript() async throws {
         let run = try await CLI.run(["networks", "--scripts", "/nonexistent/scripts", "--scan-list", try scanList(#"[{"ssid": "a"}]"#)])
         #expect(run.status == 2)

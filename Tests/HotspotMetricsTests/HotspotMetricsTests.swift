@@ -71,4 +71,17 @@ import Testing
         #expect(text.contains(#"hotspot_helper_connectivity_verdicts_total{verdict="captive"} 1"#))
         #expect(text.contains("hotspot_helper_arbitration_duration_seconds_count 1"))
     }
+
+    /// One series for the signed catalog running: a reload that takes another version replaces it.
+    @Test func theRunningCatalogsVersionIsALabel() {
+        let metrics = HotspotMetrics(version: "1")
+        #expect(!Self.text(metrics).contains("hotspot_helper_catalog_info"))
+        metrics.record(.reload(ReloadEvent(reason: "started", added: ["a"], catalogVersion: "2026.11.1")))
+        #expect(Self.text(metrics).contains(#"hotspot_helper_catalog_info{version="2026.11.1"} 1"#))
+        metrics.record(.reload(ReloadEvent(reason: "SIGHUP", problems: ["refused"])))
+        metrics.record(.reload(ReloadEvent(reason: "SIGHUP", reloaded: ["a"], catalogVersion: "2026.11.2")))
+        let text = Self.text(metrics)
+        #expect(text.contains(#"hotspot_helper_catalog_info{version="2026.11.2"} 1"#))
+        #expect(!text.contains("2026.11.1"))
+    }
 }

@@ -414,7 +414,7 @@ import HotspotCore
                 for k in pairs(cmd.store) do error("the store should be empty, has " .. k) end
                 assert(cmd.store.token == nil)
                 local ok, err = pcall(cmd.secret, cmd, "password")
-                assert(not ok and err:find("no secret 'password'"), err)
+                assert(not ok and err:find("cmd:secret is refused in evaluate"), err)
                 cmd.network:set_confidence("high")
                 local response = cmd:create_response("success")
                 response:set_network(cmd.network)
@@ -427,7 +427,7 @@ import HotspotCore
         // What the prelude keeps for cmd:http: this helper has hosts and no secrets, follows
         // no portal, and the network has no resolvers or probes.
         let helper = try #require(await fixture.runtime.helpers.first)
-        let context = try #require(fixture.runtime.transport.context(for: helper, network: guest).tableValue)
+        let context = try #require(fixture.runtime.transport.context(for: helper, network: guest, command: .evaluate).tableValue)
         let keys = Set(context.entries.keys.compactMap(\.stringValue))
         #expect(keys.contains("hosts"))
         #expect(keys.isDisjoint(with: ["secrets", "resolvers", "probes", "capport_allow_http", "portal_hosts"]), "\(keys)")

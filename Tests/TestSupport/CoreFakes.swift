@@ -11,11 +11,14 @@ public struct FakeHelper: HotspotHelper {
     public let id: String
     public let displayName: String
     public let handlers: Set<HotspotCommand>
+    public let declaredNetworks: NetworkDeclaration?
 
-    public init(_ id: String, displayName: String? = nil, handles handlers: Set<HotspotCommand> = Set(HotspotCommand.allCases)) {
+    public init(_ id: String, displayName: String? = nil, handles handlers: Set<HotspotCommand> = Set(HotspotCommand.allCases),
+                declaring declaredNetworks: NetworkDeclaration? = nil) {
         self.id = id
         self.displayName = displayName ?? id
         self.handlers = handlers
+        self.declaredNetworks = declaredNetworks
     }
 }
 

@@ -168,10 +168,17 @@ function Command:tcp(host, port, options) end
 ---@return string? problem
 function Command:udp(host, port, options) end
 
----A venue credential from this helper's section of the secrets file.
+---A venue credential from this helper's section of the secrets file, or the network's ([helper "SSID"]).
+---Refused in evaluate, and in filter_scan_list but for "wifi_password" (docs/SCRIPTING.md, "What each command may do").
 ---@param name string
 ---@return string
 function Command:secret(name) end
+
+---Whether cmd:secret(name) would answer, once the command may read secrets: what evaluate,
+---which reads none, may know of them.
+---@param name string
+---@return boolean
+function Command:has_secret(name) end
 
 ---A question for the person (docs/SCRIPTING.md, "Asking the person").
 ---@class QuestionField
@@ -188,11 +195,18 @@ function Command:secret(name) end
 ---@field message? string
 ---@field fields QuestionField[] 1 to 20
 
+---The networks a helper handles: a match chooses it without running evaluate.
+---@class NetworkDeclaration
+---@field ssids? string[] exact SSIDs: high confidence
+---@field ssid_patterns? string[] globs (`*`, `?`) with at least one other character: low confidence
+---@field bssid_prefixes? string[] "02:5e:10": narrow the SSIDs to these access points; alone, any SSID there (low)
+
 ---What a venue script returns.
 ---@class VenueScript
 ---@field name string display name, at most 15 characters
 ---@field hosts string[] the only hosts it may reach: names, addresses, "*.domain", or "@portal" (what the network names as its portal)
 ---@field ui? Questions what to ask a person when authenticate answers ui_required (or return "ui_required", questions)
+---@field networks? NetworkDeclaration the networks it handles; a script with them has no evaluate
 ---@field filter_scan_list? fun(cmd: Command): CommandResult|Response|nil
 ---@field evaluate? fun(cmd: Command): Confidence|CommandResult|Response|nil
 ---@field authenticate? fun(cmd: Command): CommandResult|Response|nil, Questions?

@@ -28,6 +28,12 @@ local STORE_LIMIT = CONTRACT.store_limit
 -- The keys of the context (HelperContext.Key) the prelude reads or sets.
 local HOSTS, SECRETS = CONTRACT.context.hosts, CONTRACT.context.secrets
 local FOLLOWS_PORTAL, SESSION = CONTRACT.context.followsPortal, CONTRACT.context.session
+-- What each command may do (CommandPrivileges.swift): a set of command names each.
+local WITHOUT_NETWORK, WITHOUT_SECRETS, SCAN_LIST_SECRETS = {}, {}, {}
+for _, name in ipairs(CONTRACT.without_network) do WITHOUT_NETWORK[name] = true end
+for _, name in ipairs(CONTRACT.without_secrets) do WITHOUT_SECRETS[name] = true end
+for _, name in ipairs(CONTRACT.scan_list_secrets) do SCAN_LIST_SECRETS[name] = true end
+local PRIVILEGES = " (docs/SCRIPTING.md, \"What each command may do\")"
 
 -- The methods of `cmd`'s I/O (cmd:http and the like) are made on first use, each bound
 -- to its command, so both the colon and the dot forms work (cmd:http{...} and
@@ -181,8 +187,12 @@ end
 
 -- The context a host function that reaches the network gets: the command's cookie
 -- session is added, and the portal hosts kept from earlier commands, on the first such
--- call, so a command that makes none pays nothing.
-local function io_context(record)
+-- call, so a command that makes none pays nothing. `what` names the function the script
+-- called, which a command without a network is refused, at the script's line.
+local function io_context(record, what)
+  if WITHOUT_NETWORK[record.type] then
+    error(what .. " is refused in " .. record.type .. ": it has no network, as it runs before any is joined" .. PRIVILEGES, 3)
+  end
   local context = record.context
   if context[SESSION] == nil then
     context[SESSION] = record.session
@@ -235,7 +245,7 @@ globals.capport = readonly({
   -- has no API, or nil and a message prefixed as cmd:http's are.
   fetch = function(cmd)
     local record = command_record(cmd, "capport.fetch")
-    local status, problem = http_capport(io_context(record))
+    local status, problem = http_capport(io_context(record, "capport.fetch"))
     if status then
       allow_portal(record, status.user_portal_url)
       allow_portal(record, status.venue_info_url)
@@ -524,7 +534,7 @@ local COMMAND = lazy_methods({
       if type(options) ~= "table" then
         error("cmd:http expects a table of options, such as { url = \"https://portal.example/login\" }", 2)
       end
-      local ok, response, message = pcall(http_request, io_context(record), options)
+      local ok, response, message = pcall(http_request, io_context(record, "cmd:http"), options)
       if not ok then error(response, 2) end
       if response then keep_page(record, response) end
       return response, message
@@ -549,7 +559,7 @@ local COMMAND = lazy_methods({
   end,
   probe = function(_, record)
     return function()
-      local verdict = http_probe(io_context(record))
+      local verdict = http_probe(io_context(record, "cmd:probe"))
       if verdict.state == "captive" then allow_portal(record, verdict.portal_url) end
       return verdict
     end
@@ -561,11 +571,28 @@ local COMMAND = lazy_methods({
     return function(self, name)
       if name == nil and self ~= cmd then name = self end
       if type(name) ~= "string" then error("cmd:secret expects the secret's name", 2) end
+      local command = record.type
+      if WITHOUT_SECRETS[command] then
+        error("cmd:secret is refused in " .. command .. ": a helper reads its secrets from the command it is chosen in "
+          .. "(authenticate) onwards" .. PRIVILEGES, 2)
+      elseif WITHOUT_NETWORK[command] and not SCAN_LIST_SECRETS[name] then
+        error("cmd:secret('" .. name .. "') is refused in " .. command .. ": it reads only the Wi-Fi passwords it sets"
+          .. PRIVILEGES, 2)
+      end
       local value = (record.context[SECRETS] or {})[name]
       if value == nil then
         error("no secret '" .. name .. "' in this helper's section of the secrets file", 2)
       end
       return value
+    end
+  end,
+  -- Whether cmd:secret(name) would answer in a command that may read secrets; evaluate is
+  -- sent the names alone, so it may judge a network by what it could log in with.
+  has_secret = function(cmd, record)
+    return function(self, name)
+      if name == nil and self ~= cmd then name = self end
+      if type(name) ~= "string" then error("cmd:has_secret expects the secret's name", 2) end
+      return (record.context[SECRETS] or {})[name] ~= nil
     end
   end,
   store = function(_, record)
@@ -578,7 +605,7 @@ local COMMAND = lazy_methods({
 function socket_opener(cmd, record, open)
   return function(self, host_name, port, options)
     if self ~= cmd then host_name, port, options = self, host_name, port end
-    local ok, socket, message = pcall(open, io_context(record), host_name, port, options)
+    local ok, socket, message = pcall(open, io_context(record, "cmd:tcp and cmd:udp"), host_name, port, options)
     if not ok then error(socket, 2) end
     return socket, message
   end
@@ -653,7 +680,7 @@ local function dispatch(exports, own, shared)
   context[HOSTS] = context[HOSTS] or {}
   -- The nil fields size the table for what the handler sets later.
   local record = {
-    context = context, session = command.session, store_data = own.store or {}, confidences = nil, delivered = nil,
+    type = command.type, context = context, session = command.session, store_data = own.store or {}, confidences = nil, delivered = nil,
   }
   local network, list = command.network, command.network_list
   if network then adopt_network(network, record) end
@@ -701,7 +728,7 @@ end
 local function describe(exports)
   if type(exports) ~= "table" then return { returned = type(exports) } end
   local handlers, unknown = {}, {}
-  local recognised = { name = true, hosts = true, ui = true }
+  local recognised = { name = true, hosts = true, ui = true, networks = true }
   for _, name in ipairs(HANDLERS) do
     recognised[name] = true
     local value = rawget(exports, name)
@@ -720,7 +747,7 @@ local function describe(exports)
   return {
     returned = "table", name = type(name) == "string" and name or nil,
     name_type = type(name), hosts = host_list, hosts_type = type(hosts),
-    handlers = handlers, unknown = unknown, ui = rawget(exports, "ui"),
+    handlers = handlers, unknown = unknown, ui = rawget(exports, "ui"), networks = rawget(exports, "networks"),
   }
 end
 

@@ -1,0 +1,247 @@
+import Foundation
+import HotspotCore
+@testable import HotspotRuntime
+import LuaSandbox
+import Testing
+
+/// A catalog as a fleet's build would make it: scripts, a manifest, and the manifest signed
+/// with the real `minisign` (Debian's), whose keys and signatures the runtime verifies.
+struct CatalogMaker {
+    let root: String
+    let keys: String
+
+    init() throws {
+        root = try scratchDirectory("catalog")
+        keys = root + "/keys"
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: false)
+        for name in ["fleet", "stranger"] {
+            try Self.run("minisign -G -W -p \(keys)/\(name).pub -s \(keys)/\(name).key")
+        }
+    }
+
+    static func run(_ command: String) throws {
+        let status = try shellStatus(command)
+        guard status == 0 else { throw CatalogMakerError(command: command, status: status) }
+    }
+
+    struct CatalogMakerError: Error {
+        let command: String
+        let status: Int32
+    }
+
+    static func script(_ name: String, ssid: String) -> String {
+        """
+        return {
+          name = "\(name)",
+          hosts = { "login.\(name.lowercased()).example" },
+          networks = { ssids = { "\(ssid)" } },
+          authenticate = function(cmd) return "success" end,
+        }
+
+        """
+    }
+
+    /// Writes version `version` of the catalog into `directory` (made), signed by `key`.
+    @discardableResult
+    func make(_ directory: String, version: String, scripts: [String: String], key: String = "fleet",
+              manifest: ((String) -> String)? = nil) throws -> String {
+        let path = root + "/" + directory
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        var entries: [String] = []
+        for (name, text) in scripts.sorted(by: { $0.key < $1.key }) {
+            try text.write(toFile: "\(path)/\(name).lua", atomically: false, encoding: .utf8)
+            let digest = SignedCatalog.hex(SignedCatalog.sha256(Array(text.utf8)))
+            let ssid = text.firstMatch(of: /ssids = \{ "([^"]*)"/).map { String($0.1) } ?? ""
+            entries.append(#"{"name": "\#(name)", "version": "1", "sha256": "\#(digest)", "hosts": ["login.\#(name).example"], "networks": {"ssids": ["\#(ssid)"]}}"#)
+        }
+        let text = #"{"version": "\#(version)", "helpers": [\#(entries.joined(separator: ", "))]}"#
+        try (manifest?(text) ?? text).write(toFile: "\(path)/manifest.json", atomically: false, encoding: .utf8)
+        try Self.run("minisign -S -s \(keys)/\(key).key -m \(path)/manifest.json -t 'catalog \(version)'")
+        return path
+    }
+
+    var trust: CatalogTrust { try! CatalogTrust.load(path: keys + "/fleet.pub") }
+}
+
+@Suite struct SignedCatalogTests {
+    static let campus = CatalogMaker.script("Campus", ssid: "Campus Guest")
+    static let library = CatalogMaker.script("Library", ssid: "Library")
+
+    @Test func aSignedCatalogVerifies() throws {
+        let maker = try CatalogMaker()
+        let path = try maker.make("v1", version: "2026.11.1", scripts: ["campus": Self.campus, "library": Self.library])
+        let verified = try SignedCatalog.verify(directory: path, trust: maker.trust)
+        #expect(verified.version == "2026.11.1")
+        #expect(verified.scripts.map(\.entry.name) == ["campus", "library"])
+        #expect(verified.scripts.first?.entry.declaredNetworks == NetworkDeclaration(ssids: ["Campus Guest"]))
+        #expect(verified.refused.isEmpty)
+    }
+
+    @Test func oneByteOfAScriptChangedRefusesThatScriptAlone() throws {
+        let maker = try CatalogMaker()
+        let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus, "library": Self.library])
+        try Self.campus.replacing("success", with: "succesS").write(toFile: path + "/campus.lua", atomically: false, encoding: .utf8)
+        let verified = try SignedCatalog.verify(directory: path, trust: maker.trust)
+        #expect(verified.scripts.map(\.entry.name) == ["library"])
+        #expect(verified.refused.count == 1)
+        #expect(verified.refused.first?.location == path + "/campus.lua")
+        #expect(verified.refused.first?.message.hasPrefix("its SHA-256 is ") == true)
+        #expect(verified.refused.first?.message.contains(", the signed manifest says ") == true)
+    }
+
+    @Test func aChangedManifestOrSignatureRefusesTheCatalog() throws {
+        let maker = try CatalogMaker()
+        let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus])
+        let manifest = try String(contentsOfFile: path + "/manifest.json", encoding: .utf8)
+        try manifest.replacing("\"1\"", with: "\"2\"").write(toFile: path + "/manifest.json", atomically: false, encoding: .utf8)
+        #expect(throws: CatalogProblem.self) { try SignedCatalog.verify(directory: path, trust: maker.trust) }
+        do {
+            _ = try SignedCatalog.verify(directory: path, trust: maker.trust)
+        } catch {
+            #expect(error.description.contains("does not match the manifest; refused"))
+        }
+
+        try maker.make("v2", version: "2", scripts: ["campus": Self.campus])
+        let signature = maker.root + "/v2/manifest.json.minisig"
+        var lines = try String(contentsOfFile: signature, encoding: .utf8).split(separator: "\n").map(String.init)
+        lines[2] = "trusted comment: catalog 3"  // the comment is signed too
+        try (lines.joined(separator: "\n") + "\n").write(toFile: signature, atomically: false, encoding: .utf8)
+        #expect(problem(maker.root + "/v2", maker.trust).contains("the signature's trusted comment was altered; refused"))
+
+        lines = try String(contentsOfFile: signature, encoding: .utf8).split(separator: "\n").map(String.init)
+        var signed = Array(Data(base64Encoded: lines[1])!)
+        signed[20] ^= 1
+        lines[1] = Data(signed).base64EncodedString()
+        try (lines.joined(separator: "\n") + "\n").write(toFile: signature, atomically: false, encoding: .utf8)
+        #expect(problem(maker.root + "/v2", maker.trust).contains("does not match the manifest; refused"))
+    }
+
+    @Test func aKeyThatIsNotTrustedIsRefused() throws {
+        let maker = try CatalogMaker()
+        let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus], key: "stranger")
+        let message = problem(path, maker.trust)
+        #expect(message.contains("signed with the key "), "\(message)")
+        #expect(message.contains("which the trusted keys do not hold"), "\(message)")
+    }
+
+    @Test(arguments: [
+        (#"{"helpers": []}"#, "no \"version\" string of 1 to 64 bytes"),
+        (#"{"version": "1", "helpers": [{"name": "../x", "version": "1"}]}"#, "helper 1 has no \"name\""),
+        (#"{"version": "1", "helpers": [{"name": "a", "version": "1", "sha256": "00"}]}"#, "a has no \"sha256\" of 64 hexadecimal digits"),
+        ("not json", "not JSON"),
+    ])
+    func anInvalidManifestIsRefused(_ manifest: String, _ expected: String) throws {
+        let maker = try CatalogMaker()
+        let path = try maker.make("v1", version: "1", scripts: [:]) { _ in manifest }
+        let message = problem(path, maker.trust)
+        #expect(message.contains(expected), "\(message)")
+    }
+
+    @Test func duplicateNamesRefuseTheCatalog() throws {
+        let maker = try CatalogMaker()
+        let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus]) { text in
+            text.dropLast(2) + ", " + text.firstMatch(of: /\{"name".*\}\}/)!.0 + "]}"
+        }
+        #expect(problem(path, maker.trust).hasSuffix("manifest.json: lists the helper campus twice"))
+    }
+
+    @Test func aHundredThousandEntriesAreRefusedByCount() throws {
+        let maker = try CatalogMaker()
+        let entry = #"{"name": "h", "version": "1", "sha256": "\#(String(repeating: "0", count: 64))", "hosts": []}"#
+        let path = try maker.make("v1", version: "1", scripts: [:]) { _ in
+            #"{"version": "1", "helpers": ["# + Array(repeating: entry, count: 100_000).joined(separator: ",") + "]}"
+        }
+        #expect(problem(path, maker.trust).hasSuffix("manifest.json: lists 100000 helpers; a catalog holds at most 20000"))
+    }
+
+    /// Refused by its size before a byte is read or its signature checked.
+    @Test func aHundredMegabyteManifestIsRefusedUnread() throws {
+        let maker = try CatalogMaker()
+        let path = try maker.make("v1", version: "1", scripts: [:])
+        try Self.run("truncate -s 100M \(path)/manifest.json")
+        #expect(problem(path, maker.trust) == "\(path)/manifest.json: the file is 104857600 bytes, over the limit of 16 MiB")
+    }
+
+    @Test func aSymbolicLinkLeavingTheCatalogIsRefused() throws {
+        let maker = try CatalogMaker()
+        let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus, "library": Self.library])
+        try Self.library.write(toFile: maker.root + "/outside.lua", atomically: false, encoding: .utf8)
+        try FileManager.default.removeItem(atPath: path + "/library.lua")
+        try FileManager.default.createSymbolicLink(atPath: path + "/library.lua", withDestinationPath: "../outside.lua")
+        try "return {}".write(toFile: path + "/stray.lua", atomically: false, encoding: .utf8)
+        let verified = try SignedCatalog.verify(directory: path, trust: maker.trust)
+        #expect(verified.scripts.map(\.entry.name) == ["campus"])
+        #expect(verified.refused.map(\.description) == [
+            "\(path)/library.lua: a symbolic link; a catalog holds its scripts itself",
+            "\(path)/stray.lua: not in the signed manifest; refused",
+        ])
+    }
+
+    /// The running catalog is replaced the way fleets replace directories: a symbolic link
+    /// swapped atomically (rename). A good version is taken whole; a bad one leaves the last
+    /// good version running, and a version whose script does not verify is not taken in part.
+    @Test func aReplacedCatalogIsTakenWholeOrTheLastGoodKept() async throws {
+        let maker = try CatalogMaker()
+        let current = maker.root + "/current"
+        try await onOwnThread {
+            try maker.make("v1", version: "1", scripts: ["campus": Self.campus])
+            try FileManager.default.createSymbolicLink(atPath: current, withDestinationPath: "v1")
+        }
+        let engine = try LuaEngine(HotspotRuntime.engineConfiguration())
+        defer { engine.shutdown() }
+        let catalog = HelperCatalog(path: current, engine: engine, retirementDelay: .zero, trust: maker.trust)
+        let first = await catalog.refresh()
+        #expect(first.added == ["campus"] && first.catalogVersion == "1" && first.problems.isEmpty, "\(first)")
+
+        @Sendable func swap(to version: String) throws {
+            try FileManager.default.createSymbolicLink(atPath: current + ".new", withDestinationPath: version)
+            try Self.run("mv -T \(current).new \(current)")
+        }
+        // Version 2 changes campus and adds library; taken whole.
+        try await onOwnThread {
+            try maker.make("v2", version: "2", scripts: ["campus": Self.campus.replacing("Campus Guest", with: "Campus-2"),
+                                                          "library": Self.library])
+            try swap(to: "v2")
+        }
+        let second = await catalog.refresh()
+        #expect(second.catalogVersion == "2" && second.added == ["library"] && second.reloaded == ["campus"], "\(second)")
+        #expect(await catalog.helpers.first?.declaredNetworks == NetworkDeclaration(ssids: ["Campus-2"]))
+
+        // Version 3 has a tampered library: refused whole, version 2 keeps running.
+        try await onOwnThread {
+            let path = try maker.make("v3", version: "3", scripts: ["campus": Self.campus, "library": Self.library])
+            try "return {}".write(toFile: path + "/library.lua", atomically: false, encoding: .utf8)
+            try swap(to: "v3")
+        }
+        let third = await catalog.refresh()
+        #expect(third.catalogVersion == nil && third.added.isEmpty && third.reloaded.isEmpty, "\(third)")
+        #expect(third.problems.last?.message == "the catalog version 3 is refused; the catalog version 2 keeps running")
+        #expect(await catalog.catalogVersion == "2")
+        #expect(await catalog.helpers.first?.declaredNetworks == NetworkDeclaration(ssids: ["Campus-2"]))
+
+        // Version 4 is signed by a stranger: refused, version 2 keeps running.
+        try await onOwnThread {
+            try maker.make("v4", version: "4", scripts: ["campus": Self.campus], key: "stranger")
+            try swap(to: "v4")
+        }
+        let fourth = await catalog.refresh()
+        #expect(fourth.problems.first?.message.hasSuffix("; the catalog version 2 keeps running") == true, "\(fourth)")
+        #expect(await catalog.helpers.map(\.id) == ["campus", "library"])
+
+        // Rolled back to version 1 on purpose: a good, signed version, taken.
+        try await onOwnThread { try swap(to: "v1") }
+        let back = await catalog.refresh()
+        #expect(back.catalogVersion == "1" && back.removed == ["library"] && back.problems.isEmpty, "\(back)")
+    }
+
+    private func problem(_ path: String, _ trust: CatalogTrust) -> String {
+        do {
+            _ = try SignedCatalog.verify(directory: path, trust: trust)
+            return "verified"
+        } catch {
+            return error.description
+        }
+    }
+
+    private static func run(_ command: String) throws { try CatalogMaker.run(command) }
+}
