@@ -21,11 +21,7 @@ local function gateway(cmd)
   local verdict = cmd:probe()
   if verdict.state == "connected" then return nil, "connected" end
   if not verdict.portal_url then return nil end
-  local query = {}
-  for pair in (url.parse(verdict.portal_url).query or ""):gmatch("[^&]+") do
-    local name, value = pair:match("^([^=]*)=?(.*)$")
-    query[url.decode(name)] = url.decode((value:gsub("%+", " ")))
-  end
+  local query = family.query(verdict.portal_url)
   if query.res ~= "notyet" or not query.challenge or not query.uamip or not (query.uamport or ""):match("^%d+$") then return nil end
   return { root = "http://" .. query.uamip .. ":" .. query.uamport .. "/json/", userurl = query.userurl }
 end
@@ -43,19 +39,13 @@ local function bytes(hex)
   return (hex:gsub("%x%x", function(pair) return string.char(tonumber(pair, 16)) end))
 end
 
-local function credentials(cmd, answers)
-  if answers then return answers.username, answers.password end
-  local has_user, username = pcall(cmd.secret, cmd, "username")
-  local has_password, password = pcall(cmd.secret, cmd, "password")
-  if has_user and has_password then return username, password end
-end
-
 local function log_in(cmd, answers)
   local chilli, problem = gateway(cmd)
   if problem == "connected" then return "success" end
   if not chilli then return "unsupported_network" end
-  local username, password = credentials(cmd, answers)
-  if not username then return "ui_required" end
+  local given = family.credentials(cmd, answers)
+  if not given then return "ui_required" end
+  local username, password = given.username, given.password
   local status, why = ask(cmd, chilli.root .. "status")
   if not status then
     log.warn(why)
