@@ -4,15 +4,6 @@
 -- The username and password come from the secrets file's [aruba] section, else the person.
 -- logoff opens /cgi-bin/login?cmd=logout on the same host, as Aruba's logout link does.
 
-local QUESTIONS = {
-  title = "Wi-Fi login",
-  message = "This network asks for a username and password.",
-  fields = {
-    { name = "username", label = "User name" },
-    { name = "password", label = "Password", kind = "password" },
-  },
-}
-
 -- The login page when the probe is sent to Aruba's, with its form and button; nil for
 -- another portal, and "connected" when the network is open.
 local function portal(cmd)
@@ -67,7 +58,7 @@ end
 return {
   name = "Aruba",
   hosts = { "@portal" },  -- only the controller's page the probe was sent to
-  ui = QUESTIONS,
+  ui = family.login_questions("This network asks for a username and password."),
 
   evaluate = function(cmd)
     return portal(cmd) and "low" or "none"

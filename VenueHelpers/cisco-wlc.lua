@@ -8,15 +8,6 @@
 -- username and password come from the secrets file's [cisco-wlc] section, else the person.
 -- logoff posts `userStatus=1` to /logout.html, as the WLC's logout window does.
 
-local QUESTIONS = {
-  title = "Wi-Fi login",
-  message = "This network asks for a username and password.",
-  fields = {
-    { name = "username", label = "User name" },
-    { name = "password", label = "Password", kind = "password" },
-  },
-}
-
 -- The page's web-auth form and whether it asks for credentials; nil for another portal.
 local function login_form(page)
   for _, form in ipairs(html.forms(page.body, page.url)) do
@@ -71,7 +62,7 @@ end
 return {
   name = "Cisco WLC",
   hosts = { "@portal" },  -- only the controller's page the probe was sent to
-  ui = QUESTIONS,
+  ui = family.login_questions("This network asks for a username and password."),
 
   evaluate = function(cmd)
     local page = portal(cmd)

@@ -6,15 +6,6 @@
 -- username and password from the secrets file's [coovachilli] section, else asked of the
 -- person. The gateway must be the host the probe was sent to (`@portal`).
 
-local QUESTIONS = {
-  title = "Wi-Fi login",
-  message = "This hotspot asks for a username and password.",
-  fields = {
-    { name = "username", label = "User name" },
-    { name = "password", label = "Password", kind = "password" },
-  },
-}
-
 -- The gateway's JSON interface from the probe's redirect: nil when the portal is not a
 -- CoovaChilli one, or "connected".
 local function gateway(cmd)
@@ -79,7 +70,7 @@ end
 return {
   name = "CoovaChilli",
   hosts = { "@portal" },  -- only the gateway the probe was sent to
-  ui = QUESTIONS,
+  ui = family.login_questions("This hotspot asks for a username and password."),
 
   evaluate = function(cmd)
     return gateway(cmd) and "low" or "none"

@@ -10,15 +10,6 @@
 -- Everything goes to hosts the network named (`@portal`: the splash page's, and where its
 -- form posts, as on Meraki's own hosted splash pages).
 
-local QUESTIONS = {
-  title = "Wi-Fi sign-on",
-  message = "This network asks for a username and password.",
-  fields = {
-    { name = "username", label = "User name" },
-    { name = "password", label = "Password", kind = "password" },
-  },
-}
-
 -- What the probe's redirect says: `{ grant = URL }` (click-through) or `{ splash = URL,
 -- login_url = URL }` (sign-on); nil when the portal is not Meraki's, or "connected".
 local function splash_of(cmd)
@@ -97,7 +88,7 @@ end
 return {
   name = "Meraki",
   hosts = { "@portal" },  -- only the splash host the probe was sent to, and where its form posts
-  ui = QUESTIONS,
+  ui = family.login_questions("This network asks for a username and password."),
 
   evaluate = function(cmd)
     return splash_of(cmd) and "low" or "none"

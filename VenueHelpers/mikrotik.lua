@@ -62,14 +62,7 @@ end
 return {
   name = "MikroTik",
   hosts = { "@portal" },  -- only the hotspot the probe was sent to
-  ui = {
-    title = "Wi-Fi login",
-    message = "This hotspot asks for a username and password.",
-    fields = {
-      { name = "username", label = "User name" },
-      { name = "password", label = "Password", kind = "password" },
-    },
-  },
+  ui = family.login_questions("This hotspot asks for a username and password."),
 
   evaluate = function(cmd)
     local page = portal(cmd)

@@ -63,14 +63,7 @@ end
 return {
   name = "OPNsense",
   hosts = { "@portal" },  -- only the portal the probe was sent to
-  ui = {
-    title = "Wi-Fi login",
-    message = "This network's portal asks for a username and password.",
-    fields = {
-      { name = "username", label = "User name" },
-      { name = "password", label = "Password", kind = "password" },
-    },
-  },
+  ui = family.login_questions("This network's portal asks for a username and password."),
 
   evaluate = function(cmd)
     return portal(cmd) and "low" or "none"

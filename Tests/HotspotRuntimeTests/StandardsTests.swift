@@ -481,19 +481,24 @@ struct StandardsTests {
     /// with the hidden zone and the accept button, and on logoff posts the logout form.
     @Test func bundledPfSenseHelperLogsInWithTheSecretsAndLogsOff() async throws {
         try await withPortal(.pfsense) { portal in
-            let scripts = ["pfsense": try Self.bundled("pfsense"), "click-through": try Self.bundled("click-through")]
-            let fixture = try await RuntimeFixture(
-                scripts: scripts, configuration: Self.configuration(secrets: ["pfsense": ["username": "guest", "password": "aroma-2026"]]))
-            defer { fixture.engine.shutdown() }
-            let network = Self.network(portal)
-            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
-            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "pfsense")
-            #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == "pfsense" || $0.confidence == Confidence.none })
-            #expect(try await Self.probe(network) == .connected)
-            #expect(await fixture.runtime.logoff("Venue") == .inactive)
-            #expect(fixture.events.commands(.logoff).first?.result == .success)
-            #expect(try await Self.probe(network) == .captive)
+            try await Self.familyHelperLogsInAndOff("pfsense", portal, secrets: ["username": "guest", "password": "aroma-2026"])
         }
+    }
+
+    /// The bundled `helper`, beside click-through.lua (which leaves the network to it), logs in
+    /// with `secrets`, the probe confirms it, and its logoff logs the device out.
+    static func familyHelperLogsInAndOff(_ helper: String, _ portal: SimulatedPortal, secrets: [String: String]) async throws {
+        let scripts = [helper: try Self.bundled(helper), "click-through": try Self.bundled("click-through")]
+        let fixture = try await RuntimeFixture(scripts: scripts, configuration: Self.configuration(secrets: [helper: secrets]))
+        defer { fixture.engine.shutdown() }
+        let network = Self.network(portal)
+        #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+        #expect(await fixture.runtime.chosenHelper(of: "Venue") == helper)
+        #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == helper || $0.confidence == Confidence.none })
+        #expect(try await Self.probe(network) == .connected)
+        #expect(await fixture.runtime.logoff("Venue") == .inactive)
+        #expect(fixture.events.commands(.logoff).first?.result == .success)
+        #expect(try await Self.probe(network) == .captive)
     }
 
     /// With no secrets pfsense.lua asks the person for a voucher or a username and password;
@@ -592,18 +597,7 @@ struct StandardsTests {
     /// password asks the person, whose answer logs in.
     @Test func bundledMerakiHelperSignsOnAndOff() async throws {
         try await withPortal(.merakiSignOn) { portal in
-            let scripts = ["meraki": try Self.bundled("meraki"), "click-through": try Self.bundled("click-through")]
-            let fixture = try await RuntimeFixture(
-                scripts: scripts, configuration: Self.configuration(secrets: ["meraki": ["username": "guest", "password": "aroma-2026"]]))
-            defer { fixture.engine.shutdown() }
-            let network = Self.network(portal)
-            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
-            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "meraki")
-            #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == "meraki" || $0.confidence == Confidence.none })
-            #expect(try await Self.probe(network) == .connected)
-            #expect(await fixture.runtime.logoff("Venue") == .inactive)
-            #expect(fixture.events.commands(.logoff).first?.result == .success)
-            #expect(try await Self.probe(network) == .captive)
+            try await Self.familyHelperLogsInAndOff("meraki", portal, secrets: ["username": "guest", "password": "aroma-2026"])
         }
         try await withPortal(.merakiSignOn) { portal in
             let fixture = try await RuntimeFixture(
@@ -653,18 +647,7 @@ struct StandardsTests {
     /// credentials.
     @Test func bundledCiscoWLCHelperSetsButtonClickedAndLogsOff() async throws {
         try await withPortal(.ciscoWLC) { portal in
-            let scripts = ["cisco-wlc": try Self.bundled("cisco-wlc"), "click-through": try Self.bundled("click-through")]
-            let fixture = try await RuntimeFixture(
-                scripts: scripts, configuration: Self.configuration(secrets: ["cisco-wlc": ["username": "guest", "password": "aroma-2026"]]))
-            defer { fixture.engine.shutdown() }
-            let network = Self.network(portal)
-            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
-            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "cisco-wlc")
-            #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == "cisco-wlc" || $0.confidence == Confidence.none })
-            #expect(try await Self.probe(network) == .connected)
-            #expect(await fixture.runtime.logoff("Venue") == .inactive)
-            #expect(fixture.events.commands(.logoff).first?.result == .success)
-            #expect(try await Self.probe(network) == .captive)
+            try await Self.familyHelperLogsInAndOff("cisco-wlc", portal, secrets: ["username": "guest", "password": "aroma-2026"])
         }
         try await withPortal(.ciscoWLC, { $0.wlcPassthrough = true }) { portal in
             let fixture = try await RuntimeFixture(scripts: ["cisco-wlc": try Self.bundled("cisco-wlc")], configuration: Self.configuration())

@@ -347,6 +347,10 @@ function family.query(address) end
 ---@param names? string[]
 ---@return table<string, string>?
 function family.credentials(cmd, answers, names) end
+---The questions for a username and password ("Wi-Fi login", `username`, `password`), for `ui` or `ui_required`.
+---@param message string
+---@return table
+function family.login_questions(message) end
 
 crypto = {}
 ---@param data string

@@ -540,7 +540,19 @@ local function family_credentials(cmd, answers, names)
   return values
 end
 
-globals.family = readonly({ query = family_query, credentials = family_credentials }, "family")
+-- The questions for a username and password, which family_credentials reads back.
+local function family_login_questions(message)
+  return {
+    title = "Wi-Fi login",
+    message = message,
+    fields = {
+      { name = "username", label = "User name" },
+      { name = "password", label = "Password", kind = "password" },
+    },
+  }
+end
+
+globals.family = readonly({ query = family_query, credentials = family_credentials, login_questions = family_login_questions }, "family")
 
 local function network_answer(network, record)
   local passwords, confidences = record.passwords, record.confidences
