@@ -9,7 +9,10 @@
 -- Networks whose portal speaks WISPr or has an RFC 8908 API are left to wispr.lua and
 -- capport.lua, pfSense's login form (a voucher or a username and password) to pfsense.lua,
 -- OPNsense's page, whose form only its script sends (to the access API), to opnsense.lua,
--- MikroTik's (a form with `dst` and `popup`, whose password its script may hash) to mikrotik.lua.
+-- MikroTik's (a form with `dst` and `popup`, whose password its script may hash) to mikrotik.lua,
+-- Meraki's sign-on form (`success_url`, whose logout URL comes back) to meraki.lua, a Cisco
+-- WLC's (`buttonClicked`, which only its script sets to 4) to cisco-wlc.lua, Aruba's (`user`,
+-- `password`, `cmd`, with a logout of its own) to aruba.lua.
 
 -- The portal's first page, when the probe finds a portal; otherwise nil and "connected" or why not.
 local function portal(cmd)
@@ -21,15 +24,18 @@ local function portal(cmd)
   return page
 end
 
--- Whether `form` is a family's login form, which only its helper fills in right: pfSense's
--- or MikroTik's.
+-- Whether `form` is a family's login form, which only its helper fills in right (or logs
+-- off from): pfSense's, MikroTik's, Meraki's sign-on, a Cisco WLC's or Aruba's.
 local function is_family(form)
   local names = {}
   for _, field in ipairs(form.fields) do
     if field.name then names[field.name] = true end
   end
   if names.zone and names.accept and (names.auth_user or names.auth_voucher) then return true end
-  return (names.username and names.password and names.dst and names.popup) or false
+  if names.username and names.password and names.dst and names.popup then return true end
+  if names.password and names.success_url then return true end
+  if names.buttonClicked and names.redirect_url and names.err_flag then return true end
+  return (names.user and names.password and names.cmd) or false
 end
 
 -- Logs in; with the person's `answers` in present_ui.

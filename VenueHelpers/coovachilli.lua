@@ -6,26 +6,13 @@
 -- username and password from the secrets file's [coovachilli] section, else asked of the
 -- person. The gateway must be the host the probe was sent to (`@portal`).
 
-local QUESTIONS = {
-  title = "Wi-Fi login",
-  message = "This hotspot asks for a username and password.",
-  fields = {
-    { name = "username", label = "User name" },
-    { name = "password", label = "Password", kind = "password" },
-  },
-}
-
 -- The gateway's JSON interface from the probe's redirect: nil when the portal is not a
 -- CoovaChilli one, or "connected".
 local function gateway(cmd)
   local verdict = cmd:probe()
   if verdict.state == "connected" then return nil, "connected" end
   if not verdict.portal_url then return nil end
-  local query = {}
-  for pair in (url.parse(verdict.portal_url).query or ""):gmatch("[^&]+") do
-    local name, value = pair:match("^([^=]*)=?(.*)$")
-    query[url.decode(name)] = url.decode((value:gsub("%+", " ")))
-  end
+  local query = family.query(verdict.portal_url)
   if query.res ~= "notyet" or not query.challenge or not query.uamip or not (query.uamport or ""):match("^%d+$") then return nil end
   return { root = "http://" .. query.uamip .. ":" .. query.uamport .. "/json/", userurl = query.userurl }
 end
@@ -43,19 +30,13 @@ local function bytes(hex)
   return (hex:gsub("%x%x", function(pair) return string.char(tonumber(pair, 16)) end))
 end
 
-local function credentials(cmd, answers)
-  if answers then return answers.username, answers.password end
-  local has_user, username = pcall(cmd.secret, cmd, "username")
-  local has_password, password = pcall(cmd.secret, cmd, "password")
-  if has_user and has_password then return username, password end
-end
-
 local function log_in(cmd, answers)
   local chilli, problem = gateway(cmd)
   if problem == "connected" then return "success" end
   if not chilli then return "unsupported_network" end
-  local username, password = credentials(cmd, answers)
-  if not username then return "ui_required" end
+  local given = family.credentials(cmd, answers)
+  if not given then return "ui_required" end
+  local username, password = given.username, given.password
   local status, why = ask(cmd, chilli.root .. "status")
   if not status then
     log.warn(why)
@@ -89,7 +70,7 @@ end
 return {
   name = "CoovaChilli",
   hosts = { "@portal" },  -- only the gateway the probe was sent to
-  ui = QUESTIONS,
+  ui = family.login_questions("This hotspot asks for a username and password."),
 
   evaluate = function(cmd)
     return gateway(cmd) and "low" or "none"

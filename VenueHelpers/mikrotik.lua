@@ -32,20 +32,14 @@ local function portal(cmd)
   return cmd:http{ url = verdict.portal_url }
 end
 
-local function credentials(cmd, answers)
-  if answers then return answers.username, answers.password end
-  local has_user, username = pcall(cmd.secret, cmd, "username")
-  local has_password, password = pcall(cmd.secret, cmd, "password")
-  if has_user and has_password then return username, password end
-end
-
 local function log_in(cmd, answers)
   local page, problem = portal(cmd)
   if problem == "connected" then return "success" end
   local found = page and forms(page)
   if not found then return "unsupported_network" end
-  local username, password = credentials(cmd, answers)
-  if not username then return "ui_required" end
+  local given = family.credentials(cmd, answers)
+  if not given then return "ui_required" end
+  local username, password = given.username, given.password
   local form, sent = found.login, password
   local id, challenge = page.body:match("hexMD5%(%s*'([^']*)'%s*%+.-%+%s*'([^']*)'%s*%)")
   if id and found.sendin then
@@ -68,14 +62,7 @@ end
 return {
   name = "MikroTik",
   hosts = { "@portal" },  -- only the hotspot the probe was sent to
-  ui = {
-    title = "Wi-Fi login",
-    message = "This hotspot asks for a username and password.",
-    fields = {
-      { name = "username", label = "User name" },
-      { name = "password", label = "Password", kind = "password" },
-    },
-  },
+  ui = family.login_questions("This hotspot asks for a username and password."),
 
   evaluate = function(cmd)
     local page = portal(cmd)

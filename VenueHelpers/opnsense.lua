@@ -27,13 +27,6 @@ local function call(cmd, address, form)
   return session
 end
 
-local function credentials(cmd, answers)
-  if answers then return answers.username, answers.password end
-  local has_user, username = pcall(cmd.secret, cmd, "username")
-  local has_password, password = pcall(cmd.secret, cmd, "password")
-  if has_user and has_password then return username, password end
-end
-
 local function log_in(cmd, answers)
   local api, problem = portal(cmd)
   if problem == "connected" then return "success" end
@@ -45,8 +38,9 @@ local function log_in(cmd, answers)
   end
   local form = {}
   if status.authType ~= "none" then
-    local username, password = credentials(cmd, answers)
-    if not username then return "ui_required" end
+    local given = family.credentials(cmd, answers)
+    if not given then return "ui_required" end
+    local username, password = given.username, given.password
     form = { { "user", username }, { "password", password } }
   end
   local session
@@ -69,14 +63,7 @@ end
 return {
   name = "OPNsense",
   hosts = { "@portal" },  -- only the portal the probe was sent to
-  ui = {
-    title = "Wi-Fi login",
-    message = "This network's portal asks for a username and password.",
-    fields = {
-      { name = "username", label = "User name" },
-      { name = "password", label = "Password", kind = "password" },
-    },
-  },
+  ui = family.login_questions("This network's portal asks for a username and password."),
 
   evaluate = function(cmd)
     return portal(cmd) and "low" or "none"

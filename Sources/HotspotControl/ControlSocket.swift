@@ -68,11 +68,15 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         public var connectivity: String?
         public var portalURL: String?
         public var autoJoinDisabled: Bool
+        /// Seconds until the daemon tries the network again after a helper's failure or
+        /// temporary failure; nil when no retry is pending.
+        public var retryInSeconds: Int?
         /// The last commands, oldest first.
         public var recentCommands: [Command]
 
         public init(ssid: String, interface: String?, state: HotspotState, helper: String?, questions: PersonQuestions?,
-                    connectivity: String?, portalURL: String?, autoJoinDisabled: Bool, recentCommands: [Command]) {
+                    connectivity: String?, portalURL: String?, autoJoinDisabled: Bool, retryInSeconds: Int? = nil,
+                    recentCommands: [Command]) {
             self.ssid = ssid
             self.interface = interface
             self.state = state
@@ -81,6 +85,7 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
             self.connectivity = connectivity
             self.portalURL = portalURL
             self.autoJoinDisabled = autoJoinDisabled
+            self.retryInSeconds = retryInSeconds
             self.recentCommands = recentCommands
         }
     }

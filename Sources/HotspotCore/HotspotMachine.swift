@@ -105,6 +105,12 @@ public actor HotspotMachine<Transport: HelperTransport> {
 
     public func state(of ssid: String) -> HotspotState { sessions[ssid]?.state ?? .inactive }
     public func chosenHelper(of ssid: String) -> String? { sessions[ssid]?.helper }
+    /// How long until the network is tried again after a helper's failure or temporary
+    /// failure; nil when no retry is pending.
+    public func nextRetry(of ssid: String) -> Duration? {
+        guard let due = sessions[ssid]?.due, !due.maintain else { return nil }
+        return max(due.at - clock.now, .zero)
+    }
     /// What the helper asks the person, while the network waits for one and the helper said.
     public func questions(of ssid: String) -> PersonQuestions? {
         sessions[ssid]?.state == .presentingUI ? sessions[ssid]?.questions : nil

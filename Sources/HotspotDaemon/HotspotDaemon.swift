@@ -107,7 +107,9 @@ public actor HotspotDaemon {
                 ssid: ssid, interface: network.interface, state: await runtime.state(of: ssid),
                 helper: await runtime.chosenHelper(of: ssid), questions: await runtime.questions(of: ssid),
                 connectivity: verdict?.verdict.rawValue, portalURL: verdict?.portalURL,
-                autoJoinDisabled: saved.autoJoinDisabled.contains(ssid), recentCommands: activity.commands(of: ssid)))
+                autoJoinDisabled: saved.autoJoinDisabled.contains(ssid),
+                retryInSeconds: await runtime.nextRetry(of: ssid).map { Int($0.components.seconds) },
+                recentCommands: activity.commands(of: ssid)))
         }
         let helpers = await catalog.helpers.map { helper in
             DaemonStatus.Helper(id: helper.id, displayName: helper.displayName, switchedOff: saved.disabledHelpers.contains(helper.id),

@@ -174,7 +174,15 @@ enum PageAssets {
             const card = make("article", { className: "network", "data-network": network.ssid, "data-state": network.state });
             card.append(make("h2", { textContent: network.ssid }));
             const state = make("span", { className: "state", "data-state": network.state, textContent: network.state.replace("_", " ") });
-            card.append(make("p", {}, state, network.helper ? ` with ${network.helper}` : "", network.interface ? ` on ${network.interface}` : ""));
+            // The helper by its display name (the gateway family, for a family helper) and id.
+            const chosen = status.helpers.find(helper => helper.id === network.helper);
+            const by = chosen ? `${chosen.displayName} (${network.helper})` : network.helper;
+            card.append(make("p", {}, state, network.helper ? ` with ${by}` : "", network.interface ? ` on ${network.interface}` : ""));
+            if (network.retryInSeconds != null) {
+              const wait = network.retryInSeconds < 60 ? `${network.retryInSeconds} s` : `${Math.round(network.retryInSeconds / 60)} min`;
+              card.append(make("p", { className: "retry", textContent: (network.autoJoinDisabled ? "A helper failed here. " : "")
+                + `Tried again by itself in ${wait}; "Join again" tries now.` }));
+            }
             if (network.connectivity) card.append(make("p", { textContent: "Connectivity: " + network.connectivity }));
             if (network.connectivity === "captive" && !network.helper && network.portalURL) card.append(portalLink(network.portalURL));
             if (network.questions) card.append(questionsForm(network.ssid, network.questions)); else forms.delete(network.ssid);
@@ -186,7 +194,6 @@ enum PageAssets {
             }
             actions.append(make("button", { type: "button", textContent: network.autoJoinDisabled ? "Join again now (a helper failed)" : "Join again",
                                             onclick: () => act(network.ssid, { command: "join", network: network.ssid }) }));
-            const chosen = status.helpers.find(helper => helper.id === network.helper);
             if (chosen && !chosen.switchedOff && !chosen.offFor.includes(network.ssid)) {
               actions.append(make("button", { type: "button", textContent: `Switch ${network.helper} off here`,
                 onclick: () => act(network.ssid, { command: "disable", helper: network.helper, network: network.ssid }) }));

@@ -27,6 +27,8 @@ struct PortalRequest: Sendable {
     let rawQuery: String
     /// The urlencoded body's fields.
     let form: [String: String]
+    /// The body as sent, for a portal whose pages' scripts post JSON.
+    let body: String
     let cookies: Cookies
     /// The Host header, port included. Absolute URLs are built from it, because scripts reach
     /// the simulator by names that the DNS responder resolves.
@@ -91,7 +93,7 @@ struct PortalResponder: HTTPResponder {
             let uri = request.uri
             response = route(PortalRequest(
                 method: request.method, path: uri.path, query: FormEncoding.decode(uri.query ?? ""), rawQuery: uri.query ?? "",
-                form: FormEncoding.decode(String(buffer: body)), cookies: request.cookies,
+                form: FormEncoding.decode(String(buffer: body)), body: String(buffer: body), cookies: request.cookies,
                 authority: request.head.authority ?? context.localAuthority, client: context.client,
                 now: clock.now))
         } else {

@@ -15,7 +15,8 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
     /// Every scenario, in the order `simulate --list` shows them.
     public static let all: [Scenario] = [
         .clickThrough, .credentials, .email, .redirectChain, .sessionExpiry, .flaky, .slow, .rateLimited, .wispr,
-        .capport, .opennds, .coovachilli, .pfsense, .opnsense, .mikrotik, .meraki, .hostile,
+        .capport, .opennds, .coovachilli, .pfsense, .opnsense, .mikrotik, .meraki, .merakiSignOn, .unifi, .ciscoWLC, .aruba,
+        .hostile,
     ]
 
     /// The scenario called `name`, if there is one.
@@ -25,7 +26,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
 
     enum Kind: Sendable, Hashable {
         case clickThrough, credentials, email, redirectChain, sessionExpiry, flaky, slow, rateLimited, wispr, capport
-        case opennds, coovachilli, pfsense, opnsense, mikrotik, meraki, hostile
+        case opennds, coovachilli, pfsense, opnsense, mikrotik, meraki, merakiSignOn, unifi, ciscoWLC, aruba, hostile
     }
 
     public static let clickThrough = Scenario(
@@ -178,6 +179,46 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
             base_grant_url?continue_url=..., which answers 302 to continue_url, and answers success.
             """,
         kind: .meraki)
+
+    public static let merakiSignOn = Scenario(
+        name: "meraki-signon",
+        summary: "Cisco Meraki's sign-on splash: a username and password form posting to Meraki's login_url with the splash server's success_url.",
+        expectedHelper: """
+            Reads login_url from the probe's 302 to /splash/signon/?..., posts username, password and \
+            success_url there (the secrets, else the person's answers), follows the 302 to \
+            success_url?logout_url=..., answers success and keeps logout_url, which logoff opens.
+            """,
+        kind: .merakiSignOn)
+
+    public static let unifi = Scenario(
+        name: "unifi",
+        summary: "UniFi's guest portal: an app page with no form, hotspotconfig, and a JSON login by none, voucher or password.",
+        expectedHelper: """
+            Follows the probe's 302 to /guest/s/default/?id=...&url=... (keeping its ec cookie), reads \
+            hotspotconfig, POSTs {"by": "voucher", "voucher": ...} (or by password, or by none) as JSON to \
+            /guest/s/default/login and answers success on "authorized": true; a refusal (meta.rc error) \
+            asks the person again.
+            """,
+        kind: .unifi)
+
+    public static let ciscoWLC = Scenario(
+        name: "cisco-wlc",
+        summary: "Cisco WLC web authentication: login.html whose script sets buttonClicked=4 before it posts username and password.",
+        expectedHelper: """
+            Follows the probe's 302 to /login.html?redirect=..., posts the page's form to /login.html with \
+            buttonClicked=4, redirect_url, username and password (none with web passthrough), answers \
+            success; logoff posts userStatus=1 to /logout.html.
+            """,
+        kind: .ciscoWLC)
+
+    public static let aruba = Scenario(
+        name: "aruba",
+        summary: "Aruba's captive portal: /cgi-bin/login?cmd=login&mac&ip&essid&apname&url, a form with user, password and cmd=authenticate.",
+        expectedHelper: """
+            Follows the probe's 302 to /cgi-bin/login?cmd=login&..., posts user, password, cmd=authenticate \
+            and url with the Login button, answers success; logoff opens /cgi-bin/login?cmd=logout.
+            """,
+        kind: .aruba)
 
     public static let hostile = Scenario(
         name: "hostile",

@@ -1,9 +1,10 @@
 /// The knobs of the scenarios. Each scenario reads the ones it needs; a knob left `nil`
 /// takes the running scenario's own default.
 public struct ScenarioSettings: Sendable, Hashable {
-    /// The username `credentials`, `wispr`, `coovachilli`, `pfsense`, `opnsense` and `mikrotik` accept.
+    /// The username `credentials`, `wispr`, `coovachilli`, `pfsense`, `opnsense`, `mikrotik`,
+    /// `meraki-signon`, `cisco-wlc` and `aruba` accept.
     public var username = "guest"
-    /// The password `credentials`, `wispr`, `coovachilli`, `pfsense`, `opnsense` and `mikrotik` accept.
+    /// The password those accept, and `unifi` with `by` password.
     public var password = "aroma-2026"
     /// The voucher code `pfsense` accepts instead of a username and password.
     public var voucher = "7Fh2-9kQx"
@@ -12,6 +13,12 @@ public struct ScenarioSettings: Sendable, Hashable {
     public var opnsenseAuthenticates = true
     /// `mikrotik`: HTTP-PAP (the password sent as it is) instead of HTTP-CHAP.
     public var mikrotikPAP = false
+    /// `unifi`: how the guest portal lets a device in (its `hotspotconfig`).
+    public var unifiAuthentication = UniFiAuthentication.voucher
+    /// `unifi`: the voucher it accepts (UniFi's are ten digits, shown as two groups of five).
+    public var unifiVoucher = "48213-90577"
+    /// `cisco-wlc`: web passthrough (Accept only, no credentials) instead of web authentication.
+    public var wlcPassthrough = false
     /// The venue's name, shown on the pages and in WISPr's LocationName.
     public var venueName = "Aroma Cafe"
     /// How long a login lasts. `nil`: 2 s for `session-expiry`, 30 s for `capport`, until
@@ -45,6 +52,11 @@ public struct ScenarioSettings: Sendable, Hashable {
     public var portalHost: String?
 
     public init() {}
+
+    /// UniFi's guest portal's ways in: `by` none (click-through), voucher, or password.
+    public enum UniFiAuthentication: Sendable, Hashable {
+        case none, voucher, password
+    }
 
     func sessionLength(for kind: Scenario.Kind) -> Duration? {
         sessionLength ?? (kind == .sessionExpiry ? .seconds(2) : kind == .capport ? .seconds(30) : nil)

@@ -138,7 +138,11 @@ public final class SimulatedPortal: Sendable {
         case .pfsense: return PfSensePortal(state: state, settings: settings)
         case .opnsense: return OPNsensePortal(state: state, settings: settings)
         case .mikrotik: return MikroTikPortal(state: state, settings: settings)
-        case .meraki: return MerakiPortal(state: state, settings: settings)
+        case .meraki: return MerakiPortal(state: state, settings: settings, signsOn: false)
+        case .merakiSignOn: return MerakiPortal(state: state, settings: settings, signsOn: true)
+        case .unifi: return UniFiPortal(state: state, settings: settings)
+        case .ciscoWLC: return CiscoWLCPortal(state: state, settings: settings)
+        case .aruba: return ArubaPortal(state: state, settings: settings)
         case .hostile: return HostilePortal(state: state, settings: settings)
         }
     }

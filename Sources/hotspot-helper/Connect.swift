@@ -69,6 +69,18 @@ struct Connect: AsyncParsableCommand {
         arguments.first == configuration.commandName && arguments.contains { $0 == "--probe-url" || $0.hasPrefix("--probe-url=") }
     }
 
+    /// What the person at the terminal can do about a network left unauthenticated.
+    static func whatNow(ssid: String, state: HotspotState, helper: String?) -> String {
+        if state == .presentingUI {
+            return "\(helper ?? "the helper") asks a person: run again with --answer name=value (with a daemon: hotspot-helper ui \(ssid))"
+        }
+        guard helper != nil else {
+            return "no helper claimed \(ssid): open its portal in a browser, or add a venue script for it"
+        }
+        return "a daemon (hotspot-helper run) tries \(ssid) again by itself, after a failure on a long backoff (5 min, doubling up to an hour); "
+            + "hotspot-helper join \(ssid) or the person's page's Join again button tries it at once"
+    }
+
     func validate() throws {
         guard (0...1).contains(signal) else { throw ValidationError("--signal must be between 0.0 and 1.0, not \(signal)") }
     }
@@ -94,7 +106,10 @@ struct Connect: AsyncParsableCommand {
         let state = await runtime.state(of: ssid)
         let helper = await runtime.chosenHelper(of: ssid)
         output.write(.done(DoneEvent(network: ssid, state: state, helper: helper)))
-        if state != .authenticated { throw ExitCode(1) }
+        if state != .authenticated {
+            output.note(Self.whatNow(ssid: ssid, state: state, helper: helper))
+            throw ExitCode(1)
+        }
         try requireHelper.check(claimedBy: helper)
     }
 }

@@ -85,9 +85,17 @@ enum StatusText {
     static func render(_ status: DaemonStatus) -> String {
         var lines: [String] = []
         for network in status.networks {
-            let helper = network.helper.map { ", helper \($0)" } ?? ""
-            lines.append("\(network.ssid) on \(network.interface ?? "?"): \(network.state.rawValue)\(helper)"
-                         + (network.autoJoinDisabled ? " (a helper failed; tried again on a long backoff, now with `hotspot-helper join \(network.ssid)`)" : ""))
+            // The helper by its display name (the gateway family, for a family helper) and id.
+            let helper = network.helper.map { id in
+                ", helper " + (status.helpers.first { $0.id == id }.map { "\($0.displayName) (\(id))" } ?? id)
+            } ?? ""
+            lines.append("\(network.ssid) on \(network.interface ?? "?"): \(network.state.rawValue)\(helper)")
+            if let seconds = network.retryInSeconds {
+                let why = network.autoJoinDisabled ? "a helper failed; tried again on a long backoff" : "tried again on a short backoff"
+                lines.append("  \(why): next try in \(spoken(seconds)); now with: hotspot-helper join \(network.ssid)")
+            } else if network.autoJoinDisabled {
+                lines.append("  a helper failed; tried again on a long backoff, now with: hotspot-helper join \(network.ssid)")
+            }
             if let questions = network.questions {
                 lines.append("  waits for a person: \(questions.title)" + (questions.message.map { ". \($0)" } ?? ""))
                 for field in questions.fields {
@@ -118,5 +126,10 @@ enum StatusText {
         // Each line is one line: what came from the daemon (SSIDs, portals' URLs, scripts'
         // texts and errors) has its control characters escaped.
         return lines.map { $0.escapingControlCharacters() }.joined(separator: "\n")
+    }
+
+    /// `4 min 59 s`, `12 s`.
+    static func spoken(_ seconds: Int) -> String {
+        seconds < 60 ? "\(seconds) s" : seconds % 60 == 0 ? "\(seconds / 60) min" : "\(seconds / 60) min \(seconds % 60) s"
     }
 }

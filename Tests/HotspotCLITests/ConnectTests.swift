@@ -83,6 +83,9 @@ let aroma = """
         let run = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest"])
         #expect(run.status == 1)
         #expect(run.output.contains("done: failure"))
+        // What the person at the terminal can do about it.
+        #expect(run.output.contains("a daemon (hotspot-helper run) tries Aroma-Guest again by itself, after a failure on a long backoff (5 min, doubling up to an hour); "
+                                    + "hotspot-helper join Aroma-Guest or the person's page's Join again button tries it at once"), "\(run.output)")
     }
 
     @Test func usageErrorsAndBrokenScriptsExitTwo() async throws {

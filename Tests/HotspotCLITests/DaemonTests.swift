@@ -205,6 +205,14 @@ struct DaemonTests {
         let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Strict-Venue",
                                      "--state-dir", state, "--probe-interval", "0"])
         try await daemon.waitForEvent(Self.isState("failure", "Strict-Venue"))
+        // What a person sees meanwhile: the helper by name, when it is tried again, and how to try now.
+        let status = try await CLI.run(["status", "--state-dir", state])
+        #expect(status.output.contains("Strict-Venue on lo: failure, helper Strict (strict)\n"), "\(status.output)")
+        #expect(status.output.contains(#/  a helper failed; tried again on a long backoff: next try in (4 min \d+ s|5 min); now with: hotspot-helper join Strict-Venue\n/#),
+                "\(status.output)")
+        let json = try await CLI.run(["status", "--json", "--state-dir", state])
+        let network = try #require(((try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])?["networks"] as? [[String: Any]])?.first)
+        #expect((network["retryInSeconds"] as? Int).map { (240...300).contains($0) } == true, "\(json.output)")
         let joined = try await CLI.run(["join", "Strict-Venue", "--state-dir", state])
         #expect(joined.status == 0, "\(joined.errors)")
         #expect(joined.output.contains("Strict-Venue is authenticated"))
@@ -236,7 +244,7 @@ struct DaemonTests {
         #expect(fields.map { $0["name"] as? String } == ["email"])
         #expect(fields.first?["kind"] as? String == "email")
         let text = try await venue.control(["status"])
-        for line in ["City-Library on lo: presenting_ui, helper library",
+        for line in ["City-Library on lo: presenting_ui, helper City Library (library)",
                      "  waits for a person: City Library Wi-Fi. The library lets you in with your email address.",
                      "    email: Email address (email, required)",
                      "  answer with: hotspot-helper ui City-Library",

@@ -41,7 +41,7 @@ struct DemoTests {
             .appendingPathComponent("../../VenueHelpers").standardized.path
         let run = try await CLI.run(["check", scripts, scripts + "/examples"])
         #expect(run.status == 0, "\(run.output)\(run.errors)")
-        #expect(run.output == "15 scripts OK\n")
+        #expect(run.output == "18 scripts OK\n")
     }
 
     /// demo, dev and simulate live in hotspot-helper-devtools, with the simulator a device

@@ -181,6 +181,31 @@ struct ScenarioTests {
             scenario: "meraki", script: DaemonTests.bundledScripts + "/meraki.lua", ssid: "Meraki-Guest",
             lifecycle: ["evaluate success", "authenticate success", "maintain success", "logoff command_not_recognized"]),
         ScenarioCase(
+            scenario: "meraki-signon", script: DaemonTests.bundledScripts + "/meraki.lua", ssid: "Meraki-Guest",
+            secrets: ["username": "guest", "password": "aroma-2026"],
+            proves: { run in
+                // Signed on with the secrets and off with the logout_url Meraki sent, with no warning on the way.
+                #expect(run.logs.isEmpty, run.transcript)
+            }),
+        ScenarioCase(
+            scenario: "unifi", script: DaemonTests.bundledScripts + "/unifi.lua", ssid: "UniFi-Guest",
+            secrets: ["voucher": "48213-90577"],
+            lifecycle: ["evaluate success", "authenticate success", "maintain success", "logoff command_not_recognized"]),
+        ScenarioCase(
+            scenario: "cisco-wlc", script: DaemonTests.bundledScripts + "/cisco-wlc.lua", ssid: "WLC-Guest",
+            secrets: ["username": "guest", "password": "aroma-2026"],
+            proves: { run in
+                // Logged in with buttonClicked=4 and out with userStatus=1, with no warning on the way.
+                #expect(run.logs.isEmpty, run.transcript)
+            }),
+        ScenarioCase(
+            scenario: "aruba", script: DaemonTests.bundledScripts + "/aruba.lua", ssid: "Aruba-Guest",
+            secrets: ["username": "guest", "password": "aroma-2026"],
+            proves: { run in
+                // Logged in with cmd=authenticate and out with cmd=logout, with no warning on the way.
+                #expect(run.logs.isEmpty, run.transcript)
+            }),
+        ScenarioCase(
             scenario: "hostile", script: fixtures + "/hostile.lua", ssid: "Harbour-Bar",
             proves: { run in
                 let logs = run.logs

@@ -172,6 +172,22 @@ import TestSupport
         #expect(harness.transport.requests.filter { $0.request.command == .authenticate }.count == 3)
     }
 
+    /// `status` and the person's page say when a failed network is tried again: the time left
+    /// of the pending retry, and none once it is authenticated.
+    @Test func nextRetrySaysWhenTheNetworkIsTriedAgain() async {
+        let harness = Harness("strict")
+        harness.transport.answer("strict", .evaluate, .claims(.high))
+        harness.transport.answer("strict", .authenticate, .result(.failure), .success)
+        #expect(await harness.machine.nextRetry(of: "Cafe") == nil)
+        #expect(await harness.machine.join(autoJoinedCafe) == .failure)
+        #expect(await harness.machine.nextRetry(of: "Cafe") == .seconds(300))
+        harness.clock.advance(by: .seconds(120))
+        #expect(await harness.machine.nextRetry(of: "Cafe") == .seconds(180))
+        harness.clock.advance(by: .seconds(180))
+        _ = await harness.events.waitForState("Cafe", .authenticated)
+        #expect(await harness.machine.nextRetry(of: "Cafe") == nil)
+    }
+
     /// An auto-join of a network whose helper failed waits for the long backoff instead of
     /// trying at once, or never; a join by hand tries at once.
     @Test func anAutoJoinAfterAFailureWaitsForTheLongBackoffAndAJoinByHandTriesNow() async {

@@ -481,19 +481,24 @@ struct StandardsTests {
     /// with the hidden zone and the accept button, and on logoff posts the logout form.
     @Test func bundledPfSenseHelperLogsInWithTheSecretsAndLogsOff() async throws {
         try await withPortal(.pfsense) { portal in
-            let scripts = ["pfsense": try Self.bundled("pfsense"), "click-through": try Self.bundled("click-through")]
-            let fixture = try await RuntimeFixture(
-                scripts: scripts, configuration: Self.configuration(secrets: ["pfsense": ["username": "guest", "password": "aroma-2026"]]))
-            defer { fixture.engine.shutdown() }
-            let network = Self.network(portal)
-            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
-            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "pfsense")
-            #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == "pfsense" || $0.confidence == Confidence.none })
-            #expect(try await Self.probe(network) == .connected)
-            #expect(await fixture.runtime.logoff("Venue") == .inactive)
-            #expect(fixture.events.commands(.logoff).first?.result == .success)
-            #expect(try await Self.probe(network) == .captive)
+            try await Self.familyHelperLogsInAndOff("pfsense", portal, secrets: ["username": "guest", "password": "aroma-2026"])
         }
+    }
+
+    /// The bundled `helper`, beside click-through.lua (which leaves the network to it), logs in
+    /// with `secrets`, the probe confirms it, and its logoff logs the device out.
+    static func familyHelperLogsInAndOff(_ helper: String, _ portal: SimulatedPortal, secrets: [String: String]) async throws {
+        let scripts = [helper: try Self.bundled(helper), "click-through": try Self.bundled("click-through")]
+        let fixture = try await RuntimeFixture(scripts: scripts, configuration: Self.configuration(secrets: [helper: secrets]))
+        defer { fixture.engine.shutdown() }
+        let network = Self.network(portal)
+        #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+        #expect(await fixture.runtime.chosenHelper(of: "Venue") == helper)
+        #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == helper || $0.confidence == Confidence.none })
+        #expect(try await Self.probe(network) == .connected)
+        #expect(await fixture.runtime.logoff("Venue") == .inactive)
+        #expect(fixture.events.commands(.logoff).first?.result == .success)
+        #expect(try await Self.probe(network) == .captive)
     }
 
     /// With no secrets pfsense.lua asks the person for a voucher or a username and password;
@@ -583,6 +588,93 @@ struct StandardsTests {
             #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
             #expect(await fixture.runtime.chosenHelper(of: "Venue") == "meraki")
             #expect(try await Self.probe(network) == .connected)
+        }
+    }
+
+    /// Meraki's sign-on splash, as the simulator rebuilds it: meraki.lua (not click-through.lua,
+    /// which would not keep the logout URL) posts the secrets to login_url with success_url,
+    /// keeps the logout_url Meraki sends it on with, and logoff opens it; a refused saved
+    /// password asks the person, whose answer logs in.
+    @Test func bundledMerakiHelperSignsOnAndOff() async throws {
+        try await withPortal(.merakiSignOn) { portal in
+            try await Self.familyHelperLogsInAndOff("meraki", portal, secrets: ["username": "guest", "password": "aroma-2026"])
+        }
+        try await withPortal(.merakiSignOn) { portal in
+            let fixture = try await RuntimeFixture(
+                scripts: ["meraki": try Self.bundled("meraki")],
+                configuration: Self.configuration(secrets: ["meraki": ["username": "guest", "password": "stale"]]))
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .presentingUI, "\(fixture.events.all)")
+            #expect(await fixture.runtime.presentUI("Venue", answers: ["username": "guest", "password": "aroma-2026"]) == .authenticated,
+                    "\(fixture.events.all)")
+            #expect(try await Self.probe(network) == .connected)
+        }
+    }
+
+    /// UniFi's guest portal, as the simulator rebuilds it: its page has no form, so
+    /// click-through.lua claims nothing, and unifi.lua posts the JSON login its app would, by
+    /// voucher (from the secrets), by password (the person's answer) or by none (click-through).
+    @Test(arguments: [ScenarioSettings.UniFiAuthentication.voucher, .password, .none])
+    func bundledUniFiHelperLogsInOverTheGuestPortalsAPI(_ authentication: ScenarioSettings.UniFiAuthentication) async throws {
+        try await withPortal(.unifi, { $0.unifiAuthentication = authentication }) { portal in
+            let scripts = ["unifi": try Self.bundled("unifi"), "click-through": try Self.bundled("click-through")]
+            let fixture = try await RuntimeFixture(
+                scripts: scripts, configuration: Self.configuration(secrets: ["unifi": ["voucher": "48213-90577"]]))
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            if authentication == .password {
+                #expect(await fixture.runtime.join(network) == .presentingUI, "\(fixture.events.all)")
+                #expect(try #require(await fixture.runtime.questions(of: "Venue")).fields.map(\.name) == ["password"])
+                #expect(await fixture.runtime.presentUI("Venue", answers: ["password": "wrong"]) != .authenticated)
+                #expect(try await Self.probe(network) == .captive)
+                await fixture.runtime.leave("Venue")
+                #expect(await fixture.runtime.join(network) == .presentingUI)
+                #expect(await fixture.runtime.presentUI("Venue", answers: ["password": "aroma-2026"]) == .authenticated,
+                        "\(fixture.events.all)")
+            } else {
+                #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
+            }
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "unifi")
+            #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == "unifi" || $0.confidence == Confidence.none })
+            #expect(try await Self.probe(network) == .connected)
+        }
+    }
+
+    /// A Cisco WLC's web authentication, as the simulator rebuilds it: cisco-wlc.lua (not
+    /// click-through.lua, which would send the page's buttonClicked=0) posts buttonClicked=4
+    /// with the secrets and logs off with userStatus=1; with web passthrough it accepts with no
+    /// credentials.
+    @Test func bundledCiscoWLCHelperSetsButtonClickedAndLogsOff() async throws {
+        try await withPortal(.ciscoWLC) { portal in
+            try await Self.familyHelperLogsInAndOff("cisco-wlc", portal, secrets: ["username": "guest", "password": "aroma-2026"])
+        }
+        try await withPortal(.ciscoWLC, { $0.wlcPassthrough = true }) { portal in
+            let fixture = try await RuntimeFixture(scripts: ["cisco-wlc": try Self.bundled("cisco-wlc")], configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            #expect(await fixture.runtime.join(Self.network(portal)) == .authenticated, "\(fixture.events.all)")
+            #expect(try await Self.probe(Self.network(portal)) == .connected)
+        }
+    }
+
+    /// Aruba's captive portal, as the simulator rebuilds it: aruba.lua (not click-through.lua,
+    /// which has no logoff) posts user, password and cmd=authenticate with the person's
+    /// answers, and logs off with cmd=logout.
+    @Test func bundledArubaHelperLogsInWithThePersonsAnswersAndLogsOff() async throws {
+        try await withPortal(.aruba) { portal in
+            let scripts = ["aruba": try Self.bundled("aruba"), "click-through": try Self.bundled("click-through")]
+            let fixture = try await RuntimeFixture(scripts: scripts, configuration: Self.configuration())
+            defer { fixture.engine.shutdown() }
+            let network = Self.network(portal)
+            #expect(await fixture.runtime.join(network) == .presentingUI, "\(fixture.events.all)")
+            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "aruba")
+            #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == "aruba" || $0.confidence == Confidence.none })
+            #expect(await fixture.runtime.presentUI("Venue", answers: ["username": "guest", "password": "aroma-2026"]) == .authenticated,
+                    "\(fixture.events.all)")
+            #expect(try await Self.probe(network) == .connected)
+            #expect(await fixture.runtime.logoff("Venue") == .inactive)
+            #expect(fixture.events.commands(.logoff).first?.result == .success)
+            #expect(try await Self.probe(network) == .captive)
         }
     }
 

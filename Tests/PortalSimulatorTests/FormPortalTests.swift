@@ -8,7 +8,8 @@ import TestSupport
         #expect(Set(Scenario.all.map(\.name)).count == Scenario.all.count)
         #expect(Scenario.all.map(\.name) == [
             "click-through", "credentials", "email", "redirect-chain", "session-expiry", "flaky", "slow", "rate-limited",
-            "wispr", "capport", "opennds", "coovachilli", "pfsense", "opnsense", "mikrotik", "meraki", "hostile",
+            "wispr", "capport", "opennds", "coovachilli", "pfsense", "opnsense", "mikrotik", "meraki", "meraki-signon", "unifi",
+            "cisco-wlc", "aruba", "hostile",
         ])
         for scenario in Scenario.all {
             #expect(!scenario.summary.isEmpty && !scenario.summary.contains("\n"))

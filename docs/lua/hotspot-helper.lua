@@ -348,6 +348,24 @@ function splash.form(page) end
 ---@return table|string|nil detail
 function splash.follow(cmd, page, answers) end
 
+---What the family helpers share: a portal's redirect's fields, the person's or the secrets' credentials.
+family = {}
+---The fields of `address`'s query, decoded (`+` as a space); the last of a repeated name.
+---@param address string
+---@return table<string, string>
+function family.query(address) end
+---The values of `names` (default `{ "username", "password" }`), by name: from `answers` when
+---given (present_ui), else from the network's secrets; nil unless each is there and not empty.
+---@param cmd Command
+---@param answers? table<string, string>
+---@param names? string[]
+---@return table<string, string>?
+function family.credentials(cmd, answers, names) end
+---The questions for a username and password ("Wi-Fi login", `username`, `password`), for `ui` or `ui_required`.
+---@param message string
+---@return table
+function family.login_questions(message) end
+
 crypto = {}
 ---@param data string
 ---@param format? "raw"

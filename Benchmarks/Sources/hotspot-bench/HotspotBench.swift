@@ -27,6 +27,7 @@ struct HotspotBench {
         figures += await measure("Probe verdict") { try measureProbeVerdict() }
         figures += await measure("connect to authenticated") { try await measureConnectWallTime() }
         figures += await measure("Login vs one curl") { try await measureLoginLimit() }
+        figures += await measure("Login vs curl, real openNDS") { try await measureOpenNDSLogin() }
         figures += await measure("Login vs the peer") { try await measurePeerLogin() }
         figures += await measure("Cold start to first command") { try await measureColdStart() }
         figures += await measure("Hot reload") { try await measureHotReload() }
