@@ -1,21 +1,13 @@
-import HotspotCore
 public import LuaSandbox
 import ScriptContract
 
-/// What the prelude's `dispatch` returns: the result's name, an error message, the network's
-/// confidence (evaluate), the networks claimed (filter_scan_list, each a table of `ssid`,
-/// `bssid`, `password`), and the helper's store when the handler changed it.
+/// What the prelude's `dispatch` returns, read by the positions `ScriptNames.Answer`
+/// declares.
 public struct DispatchAnswer: Sendable {
-    /// The values, in the order `dispatch` returns them (plain values are the cheapest to
-    /// carry back; prelude.lua's `dispatch` ends with them in this order).
-    enum Value: Int {
-        case result, error, confidence, claims, store, questions
-    }
-
     public let result, error, confidence, claims, store, questions: LuaValue
 
     public init(_ values: [LuaValue]) {
-        func value(_ named: Value) -> LuaValue { named.rawValue < values.count ? values[named.rawValue] : .nil }
+        func value(_ named: ScriptNames.Answer) -> LuaValue { named.rawValue < values.count ? values[named.rawValue] : .nil }
         result = value(.result)
         error = value(.error)
         confidence = value(.confidence)
@@ -37,15 +29,7 @@ enum HelperPrelude {
     /// on the file's first line (a comment) so that its line numbers stay the file's.
     static let text = "local CONTRACT = \(contract) " + EmbeddedLua.prelude
 
-    /// The names the Swift enums hold, so the prelude never spells them itself: the results
-    /// a handler may answer, the handlers a script may define, the context's keys (by the
-    /// name of their case), and the store's limit.
-    static var contract: String {
-        func list(_ names: [String]) -> String { "{ " + names.map { "\"\($0)\"" }.joined(separator: ", ") + " }" }
-        let contextKeys = HelperContext.Key.allCases.map { "\(String(describing: $0)) = \"\($0.rawValue)\"" }
-        return """
-            { results = \(list(CommandResult.allCases.map(\.rawValue))), handlers = \(list(HotspotCommand.allCases.map(\.rawValue))), \
-            context = { \(contextKeys.joined(separator: ", ")) }, store_limit = \(StateDirectory.storeLimit) }
-            """
-    }
+    /// The names ScriptContract declares, so the prelude never spells them itself, and the
+    /// store's limit.
+    static var contract: String { ScriptNames.luaTable(storeLimit: StateDirectory.storeLimit) }
 }

@@ -4,26 +4,42 @@
 local globals = ...
 local type, pairs, ipairs, error, tostring, setmetatable, next = type, pairs, ipairs, error, tostring, setmetatable, next
 local rawget, pcall = rawget, pcall
-local http_request, http_probe, http_capport = host.http.request, host.http.probe, host.http.capport
-local wispr_parse, wispr_login_form, url_parse, url_resolve = wispr.parse, wispr.login_form, url.parse, url.resolve
-local sleep, now, max, min = host.time.sleep, host.time.now, math.max, math.min
+
+-- The names ScriptContract declares (ScriptNames), each group by the Swift case's name (ScriptNames.luaTable
+-- writes them): a name no case declares is an error as the prelude loads, so the two sides
+-- cannot drift apart (ScriptContractTests).
+for group, names in pairs(CONTRACT) do
+  if type(names) == "table" and names[1] == nil then
+    setmetatable(names, { __index = function(_, name) error("ScriptNames declares no " .. group .. " " .. tostring(name), 2) end })
+  end
+end
+local MODULE, ENTRY, FIELD, DESCRIBED = CONTRACT.module, CONTRACT.entry, CONTRACT.field, CONTRACT.description
+local HELPER_KEY, COMMAND_KEY, NETWORK_KEY, CLAIM = CONTRACT.helper, CONTRACT.command, CONTRACT.network, CONTRACT.claim
+local RESULT, HANDLER = CONTRACT.result, CONTRACT.handler
+
+local http_request, http_probe, http_capport = host[MODULE.http].request, host[MODULE.http].probe, host[MODULE.http].capport
+local wispr_parse, wispr_login_form = host[MODULE.wispr].parse, host[MODULE.wispr].login_form
+local url_parse, url_resolve = host[MODULE.url].parse, host[MODULE.url].resolve
+local sleep, now, max, min = host[MODULE.time].sleep, host[MODULE.time].now, math.max, math.min
 local find, gsub, gmatch, lower = string.find, string.gsub, string.gmatch, string.lower
-local socket_tcp, socket_udp = host.socket.tcp, host.socket.udp
-local html_forms, html_submission, html_links, html_meta_refresh = html.forms, html.submission, html.links, html.meta_refresh
+local socket_tcp, socket_udp = host[MODULE.socket].tcp, host[MODULE.socket].udp
+local html_module = host[MODULE.html]
+local html_forms, html_submission, html_links, html_meta_refresh =
+  html_module.forms, html_module.submission, html_module.links, html_module.meta_refresh
 local remove, concat = table.remove, table.concat
 
 -- Libraries every script sees as globals.
 globals.sleep = sleep
-globals.time = readonly({ now = host.time.now }, "time")
+globals[MODULE.time] = readonly({ now = now }, MODULE.time)
 
--- The result and handler names of the Swift enums CommandResult and HotspotCommand.
+-- The result names of CommandResult, in its order for the messages that list them.
 local RESULTS, RESULT_NAMES = {}, nil
 for _, name in ipairs(CONTRACT.results) do
   RESULTS[name] = true
   RESULT_NAMES = RESULT_NAMES and RESULT_NAMES .. ", " .. name or name
 end
-local HANDLERS = CONTRACT.handlers
-local CONFIDENCES = { none = true, low = true, high = true }
+local CONFIDENCES = {}
+for _, name in ipairs(CONTRACT.confidences) do CONFIDENCES[name] = true end
 local STORE_LIMIT = CONTRACT.store_limit
 -- The keys of the context (HelperContext.Key) the prelude reads or sets.
 local HOSTS, SECRETS = CONTRACT.context.hosts, CONTRACT.context.secrets
@@ -365,13 +381,13 @@ local function wispr_end(cmd, caller, key, expected, missing)
   return result
 end
 
-globals.wispr = readonly({
+globals[MODULE.wispr] = readonly({
   parse = wispr_parse,
   login_form = wispr_login_form,
   login = wispr_login,
   logoff = function(cmd) return wispr_end(cmd, "wispr.logoff", WISPR_LOGOFF_KEY, 150, "not_logged_in") end,
   abort = function(cmd) return wispr_end(cmd, "wispr.abort", WISPR_ABORT_KEY, 151, "no_login_pending") end,
-}, "wispr")
+}, MODULE.wispr)
 
 -- The generic path through a splash page, for portals no venue script knows (splash.form,
 -- splash.follow): what click-through.lua and capport.lua do, as a person with a browser
@@ -507,8 +523,8 @@ globals.splash = readonly({ form = splash_form, follow = splash_follow }, "splas
 local function network_answer(network, record)
   local passwords, confidences = record.passwords, record.confidences
   return {
-    ssid = network.ssid, bssid = network.bssid,
-    password = passwords and passwords[network], confidence = confidences and confidences[network],
+    [CLAIM.ssid] = network[NETWORK_KEY.ssid], [CLAIM.bssid] = network[NETWORK_KEY.bssid],
+    [CLAIM.password] = passwords and passwords[network], [CLAIM.confidence] = confidences and confidences[network],
   }
 end
 
@@ -649,79 +665,87 @@ end
 local function dispatch(exports, own, shared)
   local command = shared or own
   -- The context is set by the runtime; kept in the record, out of the script's reach.
-  local context = own.context or {}
+  local context = own[HELPER_KEY.context] or {}
   context[HOSTS] = context[HOSTS] or {}
   -- The nil fields size the table for what the handler sets later.
   local record = {
-    context = context, session = command.session, store_data = own.store or {}, confidences = nil, delivered = nil,
+    context = context, session = command[COMMAND_KEY.session], store_data = own[HELPER_KEY.store] or {}, confidences = nil,
+    delivered = nil,
   }
-  local network, list = command.network, command.network_list
+  local network, list = command[COMMAND_KEY.network], command[COMMAND_KEY.networkList]
   if network then adopt_network(network, record) end
   if list then
     for _, listed in ipairs(list) do adopt_network(listed, record) end
   end
-  local cmd = setmetatable({ type = command.type, network = network, network_list = list, answers = command.answers }, COMMAND)
+  local kind = command[COMMAND_KEY.type]
+  local cmd = setmetatable({
+    [COMMAND_KEY.type] = kind, [COMMAND_KEY.network] = network, [COMMAND_KEY.networkList] = list,
+    [COMMAND_KEY.answers] = command[COMMAND_KEY.answers],
+  }, COMMAND)
   commands[cmd] = record
 
-  local handler = rawget(exports, command.type)
+  local handler = rawget(exports, kind)
   local result, problem, confidence, claims, questions
   if type(handler) ~= "function" then
-    result = "command_not_recognized"
+    result = RESULT.commandNotRecognized
   else
     local returned, asked = handler(cmd)
     if not record.delivered then
       -- Shorthands: an undelivered response, a result name, or for evaluate a confidence.
       if type(returned) == "table" and type(returned.deliver) == "function" then
         returned:deliver()
-      elseif command.type == "evaluate" and CONFIDENCES[returned] then
-        result, confidence = "success", returned
+      elseif kind == HANDLER.evaluate and CONFIDENCES[returned] then
+        result, confidence = RESULT.success, returned
       elseif RESULTS[returned] then
         result = returned
         -- `return "ui_required", { title =, fields = ... }`: what to ask the person.
-        if returned == "ui_required" then questions = asked end
+        if returned == RESULT.uiRequired then questions = asked end
       elseif type(returned) == "string" then
-        result, problem = "failure", "the handler returned unknown result '" .. returned .. "'; use one of " .. RESULT_NAMES
-          .. (command.type == "evaluate" and ", or a confidence (none, low, high)" or "")
+        result, problem = RESULT.failure, "the handler returned unknown result '" .. returned .. "'; use one of " .. RESULT_NAMES
+          .. (kind == HANDLER.evaluate and ", or a confidence (none, low, high)" or "")
       end
     end
     local delivered = record.delivered
     if delivered then
       result, confidence, claims = delivered.result, delivered.confidence, delivered.claims
     elseif result == nil then
-      result, problem = "failure", "no response delivered"
+      result, problem = RESULT.failure, "no response delivered"
     end
   end
-  -- The answer as plain values, the cheapest to carry back, in the order of DispatchAnswer.Value
-  -- (HelperPrelude.swift): the result, an error, the network's confidence, the networks
-  -- claimed (filter_scan_list), the store if it changed, the questions for the person.
+  -- The answer as plain values, the cheapest to carry back, in the order of ScriptNames.Answer:
+  -- the result, an error, the network's confidence, the networks claimed (filter_scan_list),
+  -- the store if it changed, the questions for the person (ScriptContractTests checks it).
   return result, problem, confidence, claims, record.store and record.store.changed and record.store.data or nil,
     questions
 end
 
+-- The keys a script's returned table may have: its handlers and the other fields.
+local RECOGNISED = {}
+for _, name in pairs(HANDLER) do RECOGNISED[name] = true end
+for _, name in pairs(FIELD) do RECOGNISED[name] = true end
+
 local function describe(exports)
-  if type(exports) ~= "table" then return { returned = type(exports) } end
+  if type(exports) ~= "table" then return { [DESCRIBED.returned] = type(exports) } end
   local handlers, unknown = {}, {}
-  local recognised = { name = true, hosts = true, ui = true }
-  for _, name in ipairs(HANDLERS) do
-    recognised[name] = true
+  for _, name in pairs(HANDLER) do
     local value = rawget(exports, name)
     if value ~= nil then handlers[name] = type(value) end
   end
   for key in next, exports do
-    if not recognised[key] then unknown[#unknown + 1] = tostring(key) end
+    if not RECOGNISED[key] then unknown[#unknown + 1] = tostring(key) end
   end
-  local hosts = rawget(exports, "hosts")
+  local hosts = rawget(exports, FIELD.hosts)
   local host_list
   if type(hosts) == "table" then
     host_list = {}
     for i, host in ipairs(hosts) do host_list[i] = type(host) == "string" and host or { type(host) } end
   end
-  local name = rawget(exports, "name")
+  local name = rawget(exports, FIELD.name)
   return {
-    returned = "table", name = type(name) == "string" and name or nil,
-    name_type = type(name), hosts = host_list, hosts_type = type(hosts),
-    handlers = handlers, unknown = unknown, ui = rawget(exports, "ui"),
+    [DESCRIBED.returned] = "table", [DESCRIBED.name] = type(name) == "string" and name or nil,
+    [DESCRIBED.nameType] = type(name), [DESCRIBED.hosts] = host_list, [DESCRIBED.hostsType] = type(hosts),
+    [DESCRIBED.handlers] = handlers, [DESCRIBED.unknown] = unknown, [DESCRIBED.ui] = rawget(exports, FIELD.ui),
   }
 end
 
-return { dispatch = dispatch, describe = describe }
+return { [ENTRY.dispatch] = dispatch, [ENTRY.describe] = describe }
