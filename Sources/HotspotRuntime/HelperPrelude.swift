@@ -25,9 +25,16 @@ public struct DispatchAnswer: Sendable {
 enum HelperPrelude {
     static let source = ScriptSource(chunkName: "=[hotspot-helper]", text: Array(text.utf8))
 
-    /// Prelude/prelude.lua, after `CONTRACT`: what the prelude takes from the Swift side, put
-    /// on the file's first line (a comment) so that its line numbers stay the file's.
-    static let text = "local CONTRACT = \(contract) " + EmbeddedLua.prelude
+    /// The files of Prelude/, by topic, in the order they are joined into one chunk: each
+    /// file's locals are the ones after it sees (one chunk, as the engine runs one prelude).
+    static let files: [(name: String, text: String)] = [
+        ("contract", EmbeddedLua.contract), ("methods", EmbeddedLua.methods), ("wispr", EmbeddedLua.wispr),
+        ("splash", EmbeddedLua.splash), ("entries", EmbeddedLua.entries),
+    ]
+
+    /// The files joined, after `CONTRACT`: what the prelude takes from the Swift side, put on
+    /// the first file's first line (a comment) so that its line numbers stay the file's.
+    static let text = "local CONTRACT = \(contract) " + files.map(\.text).joined()
 
     /// The names ScriptContract declares, so the prelude never spells them itself, and the
     /// store's limit.
