@@ -114,9 +114,10 @@ let package = Package(
         // The network layer: host allowlists, URLs, bound HTTP with cookies, bound DNS.
         // Foundation-free, because it runs inside the worker processes.
         .target(name: "HotspotNetwork", dependencies: ["CCurl", "HotspotCore", "JSON", "Locking"], swiftSettings: swiftSettings),
-        // What the runtime and the script libraries exchange through the prelude: the
+        // What the runtime, the prelude and the script libraries exchange, named once: the
+        // tables and the answer of a command, the entries, the host modules' names, the
         // helper's context (HelperContext). Foundation-free, as the libraries.
-        .target(name: "ScriptContract", dependencies: ["LuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
+        .target(name: "ScriptContract", dependencies: ["HotspotCore", "LuaSandbox", "HotspotNetwork"], swiftSettings: swiftSettings),
         // Host libraries for venue scripts (run inside the worker processes).
         .target(
             name: "ScriptLibraries", dependencies: ["LuaSandbox", "HotspotNetwork", "JSON", "ScriptContract", "CLibXML2", "COpenSSLCrypto", "Locking"],

@@ -84,7 +84,7 @@ package struct RuntimeOptions: ParsableArguments {
 
     /// The runtime's configuration, with the secrets file read (or exit 2 saying why not).
     package func configuration(maintainInterval: Duration, output: EventOutput) throws -> HotspotRuntime.Configuration {
-        .init(commandDeadline: deadline.duration, maintainInterval: maintainInterval,
+        .init(policy: .init(commandDeadline: deadline.duration, maintainInterval: maintainInterval),
               secrets: try LoadedHelpers.secrets(at: secrets, output: output), caFile: caFile)
     }
 }

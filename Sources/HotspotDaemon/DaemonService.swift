@@ -82,7 +82,7 @@ public final class DaemonService: Sendable {
             watchers.withLock { $0 }?.publish(Array(event.jsonLine(at: .now).utf8))
         }
         self.emit = emit
-        let catalog = HelperCatalog(path: settings.scripts, engine: engine, retirementDelay: configuration.commandDeadline,
+        let catalog = HelperCatalog(path: settings.scripts, engine: engine, retirementDelay: configuration.policy.commandDeadline,
                                     trust: settings.trust)
         let firstLoad = await catalog.refresh()
         let helpers = await catalog.helpers
@@ -95,7 +95,7 @@ public final class DaemonService: Sendable {
         // Connectivity probes and the check of a helper's success run in this process: libcurl
         // loads while the daemon starts. After the workers start: loading Debian's sets an
         // environment variable for a moment, which a worker spawned meanwhile would inherit.
-        if configuration.verifyAuthentication || settings.probeInterval != nil { BoundHTTPClient.loadLibraryInBackground() }
+        if configuration.policy.verifyAuthentication || settings.probeInterval != nil { BoundHTTPClient.loadLibraryInBackground() }
         let runtime = HotspotRuntime(engine: engine, helpers: helpers, persistence: persistence, configuration: configuration, events: emit)
         let captivePortalAPIConfigured = settings.overrides.captivePortalAPI != nil
         let networkSources: [any NetworkSource] = settings.sources.map { source in

@@ -32,7 +32,7 @@ struct BoundNetworkChecks: NetworkChecks {
         guard let uri = network.captivePortalAPI else { return interval }
         let binding = binding(network)
         let allowsPlainHTTP = network.allowsPlainHTTPCaptivePortalAPI(configured: configuration.allowsPlainHTTPCaptivePortalAPI)
-        let deadline = ContinuousClock.now + configuration.commandDeadline
+        let deadline = ContinuousClock.now + configuration.policy.commandDeadline
         // libcurl blocks: off Swift concurrency's threads, on a queue of its own rather than a
         // global one, whose thread pool libdispatch watches with a timer of 1 s for good (see
         // the daemon's executor, DaemonExecutor).

@@ -1,21 +1,13 @@
-import HotspotCore
 public import LuaSandbox
 import ScriptContract
 
-/// What the prelude's `dispatch` returns: the result's name, an error message, the network's
-/// confidence (evaluate), the networks claimed (filter_scan_list, each a table of `ssid`,
-/// `bssid`, `password`), and the helper's store when the handler changed it.
+/// What the prelude's `dispatch` returns, read by the positions `ScriptNames.Answer`
+/// declares.
 public struct DispatchAnswer: Sendable {
-    /// The values, in the order `dispatch` returns them (plain values are the cheapest to
-    /// carry back; prelude.lua's `dispatch` ends with them in this order).
-    enum Value: Int {
-        case result, error, confidence, claims, store, questions
-    }
-
     public let result, error, confidence, claims, store, questions: LuaValue
 
     public init(_ values: [LuaValue]) {
-        func value(_ named: Value) -> LuaValue { named.rawValue < values.count ? values[named.rawValue] : .nil }
+        func value(_ named: ScriptNames.Answer) -> LuaValue { named.rawValue < values.count ? values[named.rawValue] : .nil }
         result = value(.result)
         error = value(.error)
         confidence = value(.confidence)
@@ -33,22 +25,24 @@ public struct DispatchAnswer: Sendable {
 enum HelperPrelude {
     static let source = ScriptSource(chunkName: "=[hotspot-helper]", text: Array(text.utf8))
 
-    /// Prelude/prelude.lua, after `CONTRACT`: what the prelude takes from the Swift side, put
-    /// on the file's first line (a comment) so that its line numbers stay the file's.
-    static let text = "local CONTRACT = \(contract) " + EmbeddedLua.prelude
+    /// The files of Prelude/, by topic, in the order they are joined into one chunk: each
+    /// file's locals are the ones after it sees (one chunk, as the engine runs one prelude).
+    static let files: [(name: String, text: String)] = [
+        ("contract", EmbeddedLua.contract), ("methods", EmbeddedLua.methods), ("wispr", EmbeddedLua.wispr),
+        ("splash", EmbeddedLua.splash), ("family", EmbeddedLua.family), ("entries", EmbeddedLua.entries),
+    ]
 
-    /// The names the Swift enums hold, so the prelude never spells them itself: the results
-    /// a handler may answer, the handlers a script may define, the context's keys (by the
-    /// name of their case), the store's limit, and what each command may do.
+    /// The files joined, after `CONTRACT`: what the prelude takes from the Swift side, put on
+    /// the first file's first line (a comment) so that its line numbers stay the file's.
+    static let text = "local CONTRACT = \(contract) " + files.map(\.text).joined()
+
+    /// The names ScriptContract declares, so the prelude never spells them itself, the
+    /// store's limit, and what each command may do (CommandPrivileges).
     static var contract: String {
-        func list(_ names: [String]) -> String { "{ " + names.map { "\"\($0)\"" }.joined(separator: ", ") + " }" }
-        let contextKeys = HelperContext.Key.allCases.map { "\(String(describing: $0)) = \"\($0.rawValue)\"" }
-        return """
-            { results = \(list(CommandResult.allCases.map(\.rawValue))), handlers = \(list(HotspotCommand.allCases.map(\.rawValue))), \
-            context = { \(contextKeys.joined(separator: ", ")) }, store_limit = \(StateDirectory.storeLimit), \
-            without_network = \(list(CommandPrivileges.withoutNetwork.map(\.rawValue))), \
-            without_secrets = \(list(CommandPrivileges.withoutSecrets.map(\.rawValue))), \
-            scan_list_secrets = \(list(CommandPrivileges.scanListSecrets)) }
-            """
+        ScriptNames.luaTable(storeLimit: StateDirectory.storeLimit, lists: [
+            ("without_network", CommandPrivileges.withoutNetwork.map(\.rawValue)),
+            ("without_secrets", CommandPrivileges.withoutSecrets.map(\.rawValue)),
+            ("scan_list_secrets", CommandPrivileges.scanListSecrets),
+        ])
     }
 }

@@ -3,6 +3,7 @@ import LinuxFiles
 public import LuaSandbox
 public import HotspotNetwork
 public import HotspotCore
+import ScriptContract
 
 /// A venue script loaded as a helper.
 public struct HelperScript: Sendable, Hashable {
@@ -63,7 +64,7 @@ extension HelperScript {
         let description: CallOutcome
         do {
             // What the script returned, described by the prelude, in the load's round trip.
-            (handle, description) = try await engine.load(ScriptSource(path: path, text: text), thenCalling: "describe")
+            (handle, description) = try await engine.load(ScriptSource(path: path, text: text), thenCalling: ScriptNames.Entry.describe.rawValue)
         } catch {
             return .failure(ScriptProblems(problems: [ScriptProblem(location: error.location.map { untruncated($0, path: path) } ?? path,
                                                                          message: messageWithoutLocation(error))]))
@@ -111,30 +112,33 @@ extension HelperScript {
 
     /// Checks the prelude's description of the returned table against the contract.
     static func check(_ described: LuaValue, path: String, source: String) -> Result<Contract, ScriptProblems> {
+        typealias Described = ScriptNames.DescriptionKey
+        typealias Field = ScriptNames.ScriptField
         let table = described.tableValue ?? LuaTable()
         func at(_ key: String) -> String { lineOf(key, in: source).map { "\(path):\($0)" } ?? path }
-        guard table["returned"] == "table" else {
-            let what = table["returned"].stringValue ?? "nothing"
+        func at(_ field: Field) -> String { at(field.rawValue) }
+        guard table[Described.returned] == "table" else {
+            let what = table[Described.returned].stringValue ?? "nothing"
             return .failure(ScriptProblems(problems: [ScriptProblem(
                 location: lastReturnLine(in: source).map { "\(path):\($0)" } ?? path,
                 message: "the script must return a table of handlers, not \(what == "nil" ? "nothing" : "a \(what) value")")]))
         }
         var problems: [ScriptProblem] = []
-        let name = table["name"].stringValue ?? ""
-        if table["name_type"] != "string" {
-            problems.append(ScriptProblem(location: at("name"), message: "`name` (the display name) must be a string"))
+        let name = table[Described.name].stringValue ?? ""
+        if table[Described.nameType] != "string" {
+            problems.append(ScriptProblem(location: at(Field.name), message: "`\(Field.name.rawValue)` (the display name) must be a string"))
         } else if name.isEmpty || name.count > HelperScript.maximumDisplayNameLength {
-            problems.append(ScriptProblem(location: at("name"),
+            problems.append(ScriptProblem(location: at(Field.name),
                                           message: "the display name \"\(name)\" has \(name.count) characters; use 1 to \(HelperScript.maximumDisplayNameLength)"))
         }
         var hosts: [HostPattern] = []
         var followsPortal = false
-        if table["hosts_type"] != "table" {
-            problems.append(ScriptProblem(location: at("hosts"), message: "`hosts` must be a list of host names the script may reach, such as { \"portal.venue.example\", \"*.venue.example\" }"))
+        if table[Described.hostsType] != "table" {
+            problems.append(ScriptProblem(location: at(Field.hosts), message: "`\(Field.hosts.rawValue)` must be a list of host names the script may reach, such as { \"portal.venue.example\", \"*.venue.example\" }"))
         } else {
-            for entry in table["hosts"].tableValue?.array ?? [] {
+            for entry in table[Described.hosts].tableValue?.array ?? [] {
                 guard let text = entry.stringValue else {
-                    problems.append(ScriptProblem(location: at("hosts"), message: "`hosts` entries must be strings"))
+                    problems.append(ScriptProblem(location: at(Field.hosts), message: "`\(Field.hosts.rawValue)` entries must be strings"))
                     continue
                 }
                 if text == HelperScript.portalHosts {
@@ -143,12 +147,12 @@ extension HelperScript {
                 }
                 switch HostPattern.parse(text) {
                 case .success(let pattern): hosts.append(pattern)
-                case .failure(let error): problems.append(ScriptProblem(location: at("hosts"), message: error.description))
+                case .failure(let error): problems.append(ScriptProblem(location: at(Field.hosts), message: error.description))
                 }
             }
         }
         var handlers: Set<HotspotCommand> = []
-        for (key, value) in table["handlers"].tableValue?.entries ?? [:] {
+        for (key, value) in table[Described.handlers].tableValue?.entries ?? [:] {
             guard let name = key.stringValue, let command = HotspotCommand(rawValue: name) else { continue }
             if value == "function" {
                 handlers.insert(command)
@@ -156,24 +160,26 @@ extension HelperScript {
                 problems.append(ScriptProblem(location: at(name), message: "the handler `\(name)` must be a function, not a \(value.stringValue ?? "?")"))
             }
         }
-        for unknown in (table["unknown"].tableValue?.array ?? []).compactMap(\.stringValue).sorted() {
+        let fields = Field.allCases.map { "`\($0.rawValue)`" }
+        for unknown in (table[Described.unknown].tableValue?.array ?? []).compactMap(\.stringValue).sorted() {
             let known = HotspotCommand.allCases.map(\.rawValue).joined(separator: ", ")
-            problems.append(ScriptProblem(location: at(unknown), message: "unknown field `\(unknown)`; handlers are \(known), plus `name`, `hosts`, `ui` and `networks`"))
+            problems.append(ScriptProblem(location: at(unknown), message: "unknown field `\(unknown)`; handlers are \(known), plus "
+                + fields.dropLast().joined(separator: ", ") + " and " + fields.last!))
         }
         var questions: PersonQuestions?
-        if !table["ui"].isNil {
+        if !table[Described.ui].isNil {
             do throws(PersonQuestions.ReadingProblem) {
-                questions = try PersonQuestions(lua: table["ui"], named: "ui")
+                questions = try PersonQuestions(lua: table[Described.ui], named: Field.ui.rawValue)
             } catch {
-                problems.append(ScriptProblem(location: at("ui"), message: error.description))
+                problems.append(ScriptProblem(location: at(Field.ui), message: error.description))
             }
         }
         var declaredNetworks: NetworkDeclaration?
-        if !table["networks"].isNil {
+        if !table[Described.networks].isNil {
             do throws(NetworkDeclaration.ReadingProblem) {
-                declaredNetworks = try NetworkDeclaration(lua: table["networks"])
+                declaredNetworks = try NetworkDeclaration(lua: table[Described.networks])
             } catch {
-                problems.append(ScriptProblem(location: at("networks"), message: error.description))
+                problems.append(ScriptProblem(location: at(Field.networks), message: error.description))
             }
             if handlers.contains(.evaluate) {
                 problems.append(ScriptProblem(location: at("evaluate"), message: "a script that declares its `networks` is never asked "

@@ -8,18 +8,12 @@ public import LuaSandbox
 /// network checked over its own interface and resolvers (`BoundNetworkChecks`).
 public typealias HotspotRuntime = HotspotMachine<ScriptTransport>
 
-/// What a device configures about its runtime.
+/// What a device configures about its runtime: the machine's policy (deadlines, maintain,
+/// backoff, the check after success) and what the runtime adds to it.
 public struct RuntimeConfiguration: Sendable {
-    /// Deadline of every command but `present_ui`.
-    public var commandDeadline: Duration
-    /// Deadline of `present_ui`; nil means none (it waits on a person).
-    public var presentUIDeadline: Duration?
-    /// The CPU time `present_ui` may use, deadline or not.
-    public var presentUICPULimit: Duration
-    public var maintainInterval: Duration
-    /// Backoff after `temporary_failure`: doubles from the first delay up to the maximum.
-    public var retryFirstDelay: Duration
-    public var retryMaximumDelay: Duration
+    /// What the state machine is told: deadlines, the maintain interval, the backoff, whether
+    /// a helper's success is checked.
+    public var policy: HotspotRuntime.Policy
     /// Venue credentials for `cmd:secret`; their values never appear in an event.
     public var secrets: Secrets
     /// Extra trusted CA certificates (PEM) for helpers' HTTPS requests.
@@ -29,30 +23,11 @@ public struct RuntimeConfiguration: Sendable {
     /// How long before a Captive Portal API session runs out `maintain` comes (at most a
     /// quarter of what remains).
     public var captivePortalRenewalMargin: Duration = .seconds(60)
-    /// After a helper answers `success` to authenticate or present_ui, probe the network
-    /// (its probes, interface and resolvers); still captive means the helper was wrong.
-    public var verifyAuthentication: Bool
 
-    public init(commandDeadline: Duration = .seconds(45), presentUIDeadline: Duration? = nil,
-                presentUICPULimit: Duration = .seconds(10), maintainInterval: Duration = .seconds(300), retryFirstDelay: Duration = .seconds(1),
-                retryMaximumDelay: Duration = .seconds(600), secrets: Secrets = Secrets(), caFile: String? = nil,
-                verifyAuthentication: Bool = false) {
-        self.commandDeadline = commandDeadline
-        self.presentUIDeadline = presentUIDeadline
-        self.presentUICPULimit = presentUICPULimit
-        self.maintainInterval = maintainInterval
-        self.retryFirstDelay = retryFirstDelay
-        self.retryMaximumDelay = retryMaximumDelay
+    public init(policy: HotspotRuntime.Policy = .init(), secrets: Secrets = Secrets(), caFile: String? = nil) {
+        self.policy = policy
         self.secrets = secrets
         self.caFile = caFile
-        self.verifyAuthentication = verifyAuthentication
-    }
-
-    var policy: HotspotRuntime.Policy {
-        .init(commandDeadline: commandDeadline, presentUIDeadline: presentUIDeadline, presentUICPULimit: presentUICPULimit,
-              maintainInterval: maintainInterval,
-              retryFirstDelay: retryFirstDelay, retryMaximumDelay: retryMaximumDelay,
-              verifyAuthentication: verifyAuthentication)
     }
 }
 

@@ -32,7 +32,7 @@ public final class ScriptTransport: HelperTransport {
 
     public nonisolated(nonsending) func send(_ request: CommandRequest, to helper: HelperScript) async -> HelperResponse {
         let arguments = [helperTable(for: helper, network: request.network, command: request.command), sharedTable(request)]
-        let outcome = await engine.call(helper.handle, "dispatch", arguments, deadline: Self.deadline(of: request),
+        let outcome = await engine.call(helper.handle, ScriptNames.Entry.dispatch.rawValue, arguments, deadline: Self.deadline(of: request),
                                         cpuLimit: request.cpuLimit)
         return conclude(request, helper, outcome: outcome)
     }
@@ -46,9 +46,9 @@ public final class ScriptTransport: HelperTransport {
                                       cpuLimit: request.cpuLimit) { index in
             let helper = helpers[index]
             guard let encoded = self.encodedHelperTable(for: helper, network: network, command: command) else {
-                return ScriptCall(helper.handle, "dispatch", [self.helperTable(for: helper, network: network, command: command)])  // reports the error
+                return ScriptCall(helper.handle, ScriptNames.Entry.dispatch.rawValue, [self.helperTable(for: helper, network: network, command: command)])  // reports the error
             }
-            return ScriptCall(helper.handle, "dispatch", encodedArguments: encoded)
+            return ScriptCall(helper.handle, ScriptNames.Entry.dispatch.rawValue, encodedArguments: encoded)
         }
         // Leaving the loop cancels the calls not answered yet in the engine.
         for await (index, outcome) in outcomes {
@@ -119,11 +119,11 @@ public final class ScriptTransport: HelperTransport {
         if let network {
             let store = stateDirectory.store(helper: helper.id, ssid: network.ssid)
             if !store.isEmpty {  // the prelude takes an absent store as empty
-                table["store"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
+                table[ScriptNames.HelperKey.store] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
                     store.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
             }
         }
-        table["context"] = context(for: helper, network: network, command: command)
+        table[ScriptNames.HelperKey.context] = context(for: helper, network: network, command: command)
         return .table(table)
     }
 
@@ -131,17 +131,17 @@ public final class ScriptTransport: HelperTransport {
     /// (the prelude adds it to a helper's context when the command first reaches the network).
     private func sharedTable(_ request: CommandRequest) -> LuaValue {
         var table = LuaTable()
-        table["type"] = .text(request.command.rawValue)
-        table["session"] = request.join.map { .text("\(cookieSessionPrefix)-\($0)") } ?? nil
+        table[ScriptNames.CommandKey.type] = .text(request.command.rawValue)
+        table[ScriptNames.CommandKey.session] = request.join.map { .text("\(cookieSessionPrefix)-\($0)") } ?? nil
         if let network = request.network {
-            table["network"] = Self.networkValue(network, didJustJoin: request.didJustJoin, isChosen: request.isChosen)
+            table[ScriptNames.CommandKey.network] = Self.networkValue(network, didJustJoin: request.didJustJoin, isChosen: request.isChosen)
         }
         if request.command == .presentUI {
-            table["answers"] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
+            table[ScriptNames.CommandKey.answers] = .table(LuaTable(Dictionary(uniqueKeysWithValues:
                 request.answers.map { (LuaValue.text($0.key), LuaValue.text($0.value)) })))
         }
         if let networkList = request.networkList {
-            table["network_list"] = .table(LuaTable(array: networkList.map { Self.networkValue($0, didJustJoin: false, isChosen: false) }))
+            table[ScriptNames.CommandKey.networkList] = .table(LuaTable(array: networkList.map { Self.networkValue($0, didJustJoin: false, isChosen: false) }))
         }
         return .table(table)
     }
@@ -190,12 +190,15 @@ public final class ScriptTransport: HelperTransport {
     }
 
     static func networkValue(_ network: NetworkDescription, didJustJoin: Bool, isChosen: Bool) -> LuaValue {
-        [
-            "ssid": .text(network.ssid), "bssid": .text(network.bssid),
-            "signal_strength": .number(network.signalStrength), "is_secure": .boolean(network.isSecure),
-            "did_auto_join": .boolean(network.didAutoJoin), "did_just_join": .boolean(didJustJoin),
-            "is_chosen_helper": .boolean(isChosen),
-        ]
+        var table = LuaTable()
+        table[ScriptNames.NetworkKey.ssid] = .text(network.ssid)
+        table[ScriptNames.NetworkKey.bssid] = .text(network.bssid)
+        table[ScriptNames.NetworkKey.signalStrength] = .number(network.signalStrength)
+        table[ScriptNames.NetworkKey.isSecure] = .boolean(network.isSecure)
+        table[ScriptNames.NetworkKey.didAutoJoin] = .boolean(network.didAutoJoin)
+        table[ScriptNames.NetworkKey.didJustJoin] = .boolean(didJustJoin)
+        table[ScriptNames.NetworkKey.isChosenHelper] = .boolean(isChosen)
+        return .table(table)
     }
 
     /// Reads what the prelude collected: the response (a failure whose error says why when
@@ -221,15 +224,16 @@ public final class ScriptTransport: HelperTransport {
         var questions: PersonQuestions?
         if result == .uiRequired, !answer.questions.isNil {
             do throws(PersonQuestions.ReadingProblem) {
-                questions = try PersonQuestions(lua: answer.questions, named: "ui")
+                questions = try PersonQuestions(lua: answer.questions, named: ScriptNames.ScriptField.ui.rawValue)
             } catch {
                 return (.failure("the questions returned with ui_required: \(error)"), store)
             }
         }
         let confidence = answer.confidence.stringValue.flatMap(Confidence.init(rawValue:)) ?? .none
         let claims = (answer.claims.tableValue?.array ?? []).compactMap { entry -> ScannedNetwork? in
-            guard let table = entry.tableValue, let ssid = table["ssid"].stringValue else { return nil }
-            return ScannedNetwork(ssid: ssid, bssid: table["bssid"].stringValue, password: table["password"].stringValue)
+            guard let table = entry.tableValue, let ssid = table[ScriptNames.ClaimKey.ssid].stringValue else { return nil }
+            return ScannedNetwork(ssid: ssid, bssid: table[ScriptNames.ClaimKey.bssid].stringValue,
+                                  password: table[ScriptNames.ClaimKey.password].stringValue)
         }
         return (HelperResponse(result: result, confidence: confidence, claims: claims, error: answer.error.stringValue,
                                questions: questions), store)

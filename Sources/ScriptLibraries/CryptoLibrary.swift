@@ -1,11 +1,12 @@
 internal import COpenSSLCrypto
 public import LuaSandbox
+import ScriptContract
 
 /// `crypto.md5(s)`, `crypto.sha1(s)`, `crypto.sha256(s)` and `crypto.hmac_sha256(key, message)`,
 /// from OpenSSL's libcrypto. Each returns the digest as lower-case hex, or as raw bytes when
 /// given `"raw"` as an extra last argument (portals sometimes base64 the raw digest).
 public enum CryptoLibrary {
-    public static let module = HostModule("crypto", functions: [
+    public static let module = HostModule.library(.crypto, functions: [
         ("md5", { call in try digest(call, hh_digest_md5) }),
         ("sha1", { call in try digest(call, hh_digest_sha1) }),
         ("sha256", { call in try digest(call, hh_digest_sha256) }),

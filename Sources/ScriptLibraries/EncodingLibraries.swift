@@ -1,11 +1,12 @@
 public import LuaSandbox
+import ScriptContract
 
 /// `base64.encode` and `base64.decode` (standard alphabet; decoding ignores white space
 /// and accepts missing padding).
 public enum Base64Library {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
-    public static let module = HostModule("base64", functions: [
+    public static let module = HostModule.library(.base64, functions: [
         ("encode", { call in [.string(encode(try call.bytes(0)))] }),
         ("decode", { (call: borrowing HostCall) throws -> [LuaValue] in
             guard let bytes = decode(try call.bytes(0)) else { throw HostError("base64.decode: the text is not base64") }
@@ -50,7 +51,7 @@ public enum Base64Library {
 /// `log.debug`, `log.info`, `log.warn`, `log.error`: lines in the command's events,
 /// within the per-command limits.
 public enum LogLibrary {
-    public static let module = HostModule("log", functions: [LogLevel.debug, .info, .warn, .error].map { level in
+    public static let module = HostModule.library(.log, functions: [LogLevel.debug, .info, .warn, .error].map { level in
         (level.name, { (call: borrowing HostCall) throws -> [LuaValue] in
             call.log(level, call.arguments.map { $0.stringValue ?? $0.description }.joined(separator: "\t"))
             return []

@@ -1,6 +1,7 @@
 internal import CLibXML2
 import HotspotNetwork
 public import LuaSandbox
+import ScriptContract
 
 /// `html.forms(page, base_url)`, `html.submission(form [, options])`, `html.links(page, base_url)`,
 /// `html.text(page)` and `html.meta_refresh(page [, base_url])`.
@@ -12,7 +13,7 @@ public enum HTMLLibrary {
     static let maximumForms = 64
     static let maximumFieldsPerForm = 256
 
-    public static let module = HostModule("html", functions: [
+    public static let module = HostModule.library(.html, functions: [
         ("forms", { (call: borrowing HostCall) throws -> [LuaValue] in
             let page = try document(call)
             return [.table(LuaTable(array: forms(in: page, baseURL: try call.string(1))))]

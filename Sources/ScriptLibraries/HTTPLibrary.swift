@@ -13,7 +13,7 @@ public enum HTTPLibrary {
     static let largestBody = 16 << 20
     static let largestTimeout = 600.0
 
-    public static let module = HostModule("http", isPublic: false, functions: [
+    public static let module = HostModule.library(.http, functions: [
         ("request", { (call: borrowing HostCall) throws -> [LuaValue] in
             let context = HelperContext(try call.table(0))
             let request = try request(from: try call.table(1)) { HostError("cmd:http: " + $0) }

@@ -1,6 +1,7 @@
 public import LuaSandbox
 import HotspotNetwork
 import JSON
+import ScriptContract
 
 /// `json.encode(value)` and `json.decode(text)`, bounded in depth and size. JSON null
 /// decodes to nil; a table with keys 1..n encodes as an array, any other as an object.
@@ -8,7 +9,7 @@ public enum JSONLibrary {
     static let maximumDepth = 32
     static let maximumLength = 8 << 20
 
-    public static let module = HostModule("json", functions: [
+    public static let module = HostModule.library(.json, functions: [
         ("encode", { call in [.string(try encoded(call[0]))] }),
         ("decode", { (call: borrowing HostCall) throws -> [LuaValue] in
             let bytes = try call.bytes(0)

@@ -1,4 +1,5 @@
 public import LuaSandbox
+import ScriptContract
 
 /// Every host library venue scripts can use, as the worker registers them.
 public enum ScriptLibraries {
@@ -17,5 +18,12 @@ extension HostCall {
     /// meet here, through the time left, once per library call.
     var networkDeadline: ContinuousClock.Instant? {
         deadline.map { ContinuousClock.now.advanced(by: $0.remaining) }
+    }
+}
+
+extension HostModule {
+    /// A library by the contract's name, public or reached by the prelude only as it says.
+    static func library(_ name: ScriptNames.HostModuleName, functions: [(name: String, function: HostFunction)]) -> HostModule {
+        HostModule(name.rawValue, isPublic: name.isPublic, functions: functions)
     }
 }

@@ -14,7 +14,7 @@ public enum SocketLibrary {
     static let largestLine = 64 << 10
     static let defaultTimeout = Duration.seconds(10)
 
-    public static let module = HostModule("socket", isPublic: false, functions: [
+    public static let module = HostModule.library(.socket, functions: [
         ("tcp", { call in try open(.tcp, as: connection, call) }),
         ("udp", { call in try open(.udp, as: session, call) }),
     ])

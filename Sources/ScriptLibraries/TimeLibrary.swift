@@ -2,11 +2,12 @@
 import Glibc
 #endif
 public import LuaSandbox
+import ScriptContract
 
 /// `sleep(seconds)` and `time.now()`. Sleeping counts against the command's deadline: it
 /// never sleeps past it, and stops early when the command is cancelled.
 public enum TimeLibrary {
-    public static let module = HostModule("time", functions: [
+    public static let module = HostModule.library(.time, functions: [
         ("now", { _ in
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)

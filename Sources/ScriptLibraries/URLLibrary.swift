@@ -1,11 +1,12 @@
 public import LuaSandbox
 import HotspotNetwork
+import ScriptContract
 
 /// `url.encode`, `url.decode`, `url.parse`, `url.resolve(base, ref)`, `url.query(table)`.
 public enum URLLibrary {
     private static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~".utf8)
 
-    public static let module = HostModule("url", functions: [
+    public static let module = HostModule.library(.url, functions: [
         ("encode", { call in [.string(percentEncode(try call.bytes(0)))] }),
         ("decode", { call in [.string(percentDecode(try call.bytes(0)))] }),
         ("parse", { (call: borrowing HostCall) throws -> [LuaValue] in

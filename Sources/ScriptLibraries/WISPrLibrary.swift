@@ -3,6 +3,7 @@ import Glibc
 #endif
 public import LuaSandbox
 public import HotspotNetwork
+import ScriptContract
 
 /// `wispr.parse(page)` and `wispr.login_form(message, username, password [, originating_server])`:
 /// the WISPr smart-client messages gateways put in their pages.
@@ -14,7 +15,7 @@ public enum WISPrLibrary {
     static let maximumElements = 256
     static let defaultOriginatingServer = "http://www.apple.com"
 
-    public static let module = HostModule("wispr", functions: [
+    public static let module = HostModule.library(.wispr, functions: [
         ("parse", { (call: borrowing HostCall) throws -> [LuaValue] in
             let page = try call.bytes(0)
             guard page.count <= maximumPageSize else {

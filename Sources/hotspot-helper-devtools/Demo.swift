@@ -64,10 +64,10 @@ struct Demo: AsyncParsableCommand {
             output.fail("no scripts in \(scripts)")
             throw ExitCode(2)
         }
-        var configuration = HotspotRuntime.Configuration(commandDeadline: .seconds(10), maintainInterval: .seconds(3600),
+        var configuration = HotspotRuntime.Configuration(policy: .init(commandDeadline: .seconds(10), maintainInterval: .seconds(3600)),
                                                          secrets: DemoVenue.secrets)
         configuration.allowsPlainHTTPCaptivePortalAPI = true  // the simulator's API is plain HTTP
-        configuration.verifyAuthentication = true
+        configuration.policy.verifyAuthentication = true
         let runtime = HotspotRuntime(
             engine: loaded.engine, helpers: loaded.helpers, persistence: try StateDirectory(path: scratch + "/state"),
             configuration: configuration, events: output.write)

@@ -84,11 +84,11 @@ struct Dev: AsyncParsableCommand {
         // The simulated Captive Portal API is plain HTTP on loopback.
         configuration.allowsPlainHTTPCaptivePortalAPI = scenario == "capport"
         // A helper that claims success while the portal still holds the network is reported.
-        configuration.verifyAuthentication = true
+        configuration.policy.verifyAuthentication = true
         let answers = try answerOptions.answers()
         let engine = try LoadedHelpers.engine(workers: runtimeOptions.workers, output: output)
         defer { engine.shutdown() }
-        let catalog = HelperCatalog(path: script, engine: engine, retirementDelay: configuration.commandDeadline)
+        let catalog = HelperCatalog(path: script, engine: engine, retirementDelay: configuration.policy.commandDeadline)
         let progress = ProgressLine(enabled: !json)
         let session = DevSession(engine: engine, output: output, progress: progress, configuration: configuration, answers: answers,
                                  ssid: ssid, scenario: scenario.flatMap(Scenario.named), portalURL: portal, network: network)

@@ -91,7 +91,7 @@ struct Connect: AsyncParsableCommand {
         defer { loaded.engine.shutdown() }
         var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
-        configuration.verifyAuthentication = !keeping.probes.isEmpty
+        configuration.policy.verifyAuthentication = !keeping.probes.isEmpty
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let runtime = HotspotRuntime(engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,
                                      configuration: configuration, events: output.write)

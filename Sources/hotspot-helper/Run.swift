@@ -195,7 +195,7 @@ struct Run: AsyncParsableCommand {
         let output = EventOutput(json: json)
         var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
-        configuration.verifyAuthentication = !keeping.probes.isEmpty
+        configuration.policy.verifyAuthentication = !keeping.probes.isEmpty
         // The one directory the control group's search permission may be added to: the state
         // directory this daemon makes now (`/run`, or a private directory, stays as it is).
         let madeStateDirectory = !FileManager.default.fileExists(atPath: stateDirectory)

@@ -8,8 +8,8 @@ import HotspotCore
 /// simulator's click-through portal on loopback.
 @Suite("Connectivity: cmd:probe and the check after success")
 struct ConnectivityVerificationTests {
-    static let verifying = HotspotRuntime.Configuration(commandDeadline: .seconds(10), retryFirstDelay: .seconds(600),
-                                                        verifyAuthentication: true)
+    static let verifying = HotspotRuntime.Configuration(
+        policy: .init(commandDeadline: .seconds(10), retryFirstDelay: .seconds(600), verifyAuthentication: true))
 
     static func network(_ portal: SimulatedPortal) -> NetworkDescription {
         NetworkDescription(ssid: "Cafe", probeURLs: [portal.url + "generate_204", portal.url + "generate_204 status=204"])

@@ -3,17 +3,23 @@ import Foundation
 import LuaSandbox
 import Testing
 
-/// The prelude is Lua in Sources/HotspotRuntime/Prelude, which the EmbedLua plugin embeds at
-/// build time: checked here as Lua, so a mistake in it fails with its file and line.
+/// The prelude is Lua in Sources/HotspotRuntime/Prelude, files by topic which the EmbedLua
+/// plugin embeds at build time: checked here as Lua, so a mistake in one fails with its file
+/// and line.
 @Suite struct PreludeTests {
-    static let preludeFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../Sources/HotspotRuntime/Prelude/prelude.lua").standardized.path
+    static let preludeFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../Sources/HotspotRuntime/Prelude").standardized.path
 
-    @Test func thePreludeFileCompiles() throws {
+    static func preludeFiles() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: preludeFolder).filter { $0.hasSuffix(".lua") }.sorted()
+    }
+
+    /// One file at a time: Debian's luac5.4 frees twice when given several with -p.
+    @Test(arguments: try preludeFiles()) func thePreludeFileCompiles(_ file: String) throws {
         let luac = try #require(Self.executableOnPath("luac5.4"), "luac5.4 (Debian's lua5.4 package) is not on the PATH")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: luac)
-        process.arguments = ["-p", Self.preludeFile]  // -p: parse only, no luac.out
+        process.arguments = ["-p", "\(Self.preludeFolder)/\(file)"]  // -p: parse only, no luac.out
         let errors = Pipe()
         process.standardError = errors
         try process.run()
@@ -22,17 +28,23 @@ import Testing
         #expect(process.terminationStatus == 0, "\(report)")  // luac's report names the file and line
     }
 
-    @Test func theBuildEmbedsTheFileExactly() throws {
-        #expect(EmbeddedLua.prelude == (try String(contentsOfFile: Self.preludeFile, encoding: .utf8)))
+    /// Every file of the folder is in the prelude, as it is on disk: a file added and not
+    /// joined would be dead code.
+    @Test func theBuildEmbedsEveryFileExactly() throws {
+        #expect(try Self.preludeFiles() == HelperPrelude.files.map { "\($0.name).lua" }.sorted())
+        for file in HelperPrelude.files {
+            #expect(file.text == (try String(contentsOfFile: "\(Self.preludeFolder)/\(file.name).lua", encoding: .utf8)), "\(file.name)")
+        }
     }
 
-    /// What the Swift side puts before the file stays on its first line, so errors in the
-    /// prelude name the file's lines.
+    /// What the Swift side puts before the files stays on the first one's first line, so
+    /// errors in it name its lines.
     @Test func theContractKeepsTheFileLines() throws {
-        let file = try String(contentsOfFile: Self.preludeFile, encoding: .utf8)
+        let joined = HelperPrelude.files.map(\.text).joined()
         #expect(HelperPrelude.text.split(separator: "\n", omittingEmptySubsequences: false).count
-            == file.split(separator: "\n", omittingEmptySubsequences: false).count)
-        #expect(HelperPrelude.text.hasSuffix(file))
+            == joined.split(separator: "\n", omittingEmptySubsequences: false).count)
+        #expect(HelperPrelude.text.hasSuffix(joined))
+        #expect(HelperPrelude.text.hasPrefix("local CONTRACT = {"))
     }
 
     static func executableOnPath(_ name: String) -> String? {

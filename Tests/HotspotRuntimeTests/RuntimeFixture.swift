@@ -32,7 +32,7 @@ struct RuntimeFixture {
     }
 
     init(scripts: [String: String], stateDirectory: String? = nil,
-         configuration: HotspotRuntime.Configuration = .init(commandDeadline: .seconds(5))) async throws {
+         configuration: HotspotRuntime.Configuration = .init(policy: .init(commandDeadline: .seconds(5)))) async throws {
         let directory = Self.temporaryDirectory()
         for (name, text) in scripts {
             try text.write(toFile: "\(directory)/\(name).lua", atomically: true, encoding: .utf8)
@@ -62,7 +62,7 @@ struct RuntimeFixture {
     }
 
     /// The same scripts and state directory in a new engine and runtime, as after a restart.
-    func restarted(configuration: HotspotRuntime.Configuration = .init(commandDeadline: .seconds(5))) async throws -> RuntimeFixture {
+    func restarted(configuration: HotspotRuntime.Configuration = .init(policy: .init(commandDeadline: .seconds(5)))) async throws -> RuntimeFixture {
         engine.shutdown()
         return try await RuntimeFixture(scriptDirectory: scripts, stateDirectory: stateDirectory, configuration: configuration)
     }

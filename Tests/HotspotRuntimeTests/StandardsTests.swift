@@ -23,7 +23,7 @@ struct StandardsTests {
     }
 
     static func configuration(secrets: [String: [String: String]] = [:], allowsPlainHTTP: Bool = true) -> HotspotRuntime.Configuration {
-        var configuration = HotspotRuntime.Configuration(commandDeadline: .seconds(8), secrets: Secrets(secrets))
+        var configuration = HotspotRuntime.Configuration(policy: .init(commandDeadline: .seconds(8)), secrets: Secrets(secrets))
         configuration.allowsPlainHTTPCaptivePortalAPI = allowsPlainHTTP
         return configuration
     }
@@ -442,7 +442,7 @@ struct StandardsTests {
     @Test func bundledCoovaChilliHelperLogsInOverTheJSONInterfaceAndLogsOff() async throws {
         try await withPortal(.coovachilli) { portal in
             var configuration = Self.configuration(secrets: ["coovachilli": ["username": "guest", "password": "aroma-2026"]])
-            configuration.maintainInterval = .seconds(1)
+            configuration.policy.maintainInterval = .seconds(1)
             let scripts = ["coovachilli": try Self.bundled("coovachilli"), "click-through": try Self.bundled("click-through")]
             let fixture = try await RuntimeFixture(scripts: scripts, configuration: configuration)
             defer { fixture.engine.shutdown() }
@@ -522,7 +522,7 @@ struct StandardsTests {
     @Test func bundledOPNsenseHelperLogsInOverTheAccessAPIAndLogsOff() async throws {
         try await withPortal(.opnsense) { portal in
             var configuration = Self.configuration(secrets: ["opnsense": ["username": "guest", "password": "aroma-2026"]])
-            configuration.maintainInterval = .seconds(1)
+            configuration.policy.maintainInterval = .seconds(1)
             let scripts = ["opnsense": try Self.bundled("opnsense"), "click-through": try Self.bundled("click-through")]
             let fixture = try await RuntimeFixture(scripts: scripts, configuration: configuration)
             defer { fixture.engine.shutdown() }
@@ -551,7 +551,7 @@ struct StandardsTests {
     @Test func bundledMikroTikHelperLogsInWithCHAPOrPAPAndLogsOff() async throws {
         try await withPortal(.mikrotik) { portal in
             var configuration = Self.configuration(secrets: ["mikrotik": ["username": "guest", "password": "aroma-2026"]])
-            configuration.maintainInterval = .seconds(1)
+            configuration.policy.maintainInterval = .seconds(1)
             let scripts = ["mikrotik": try Self.bundled("mikrotik"), "click-through": try Self.bundled("click-through")]
             let fixture = try await RuntimeFixture(scripts: scripts, configuration: configuration)
             defer { fixture.engine.shutdown() }

@@ -27,7 +27,7 @@ import HotspotCore
         }
         scripts["b"] = venue("Innocent", confidence: "high", handlers: ["authenticate": "return 'success'"])
         scripts["c"] = venue("Other")
-        let fixture = try await RuntimeFixture(scripts: scripts, configuration: .init(commandDeadline: .seconds(1)))
+        let fixture = try await RuntimeFixture(scripts: scripts, configuration: .init(policy: .init(commandDeadline: .seconds(1))))
         #expect(await fixture.runtime.join(guest) == .authenticated)
         #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "b")
         let innocents = fixture.events.commands(.evaluate).filter { !$0.helper.hasPrefix("a") }
@@ -42,7 +42,7 @@ import HotspotCore
             let fixture = try await RuntimeFixture(scripts: [
                 "fast": venue("Fast", confidence: "low", handlers: ["authenticate": "return 'success'"]),
                 "broken": venue("Broken", evaluate: failing, handlers: ["authenticate": "return 'success'"]),
-            ], configuration: .init(commandDeadline: .milliseconds(300)))
+            ], configuration: .init(policy: .init(commandDeadline: .milliseconds(300))))
             #expect(await fixture.runtime.join(guest) == .authenticated)
             #expect(await fixture.runtime.chosenHelper(of: guest.ssid) == "fast")
             let broken = try #require(fixture.events.commands(.evaluate).first { $0.helper == "broken" })
@@ -162,7 +162,7 @@ import HotspotCore
                 "authenticate": "return 'ui_required'",
                 "present_ui": "while true do end",
             ]),
-        ], configuration: .init(presentUIDeadline: nil, presentUICPULimit: .milliseconds(300)))
+        ], configuration: .init(policy: .init(presentUIDeadline: nil, presentUICPULimit: .milliseconds(300))))
         #expect(await fixture.runtime.join(guest) == .presentingUI)
         #expect(await fixture.runtime.presentUI(guest.ssid) == .failure)
         let presented = try #require(fixture.events.commands(.presentUI).last)
@@ -175,7 +175,7 @@ import HotspotCore
                 "authenticate": "cmd.store.logins = tostring((tonumber(cmd.store.logins) or 0) + 1) return 'success'",
                 "maintain": "if cmd.store.logins == '1' then return 'authentication_required' end return 'success'",
             ]),
-        ], configuration: .init(commandDeadline: .seconds(5), maintainInterval: .milliseconds(100)))
+        ], configuration: .init(policy: .init(commandDeadline: .seconds(5), maintainInterval: .milliseconds(100))))
         #expect(await fixture.runtime.join(guest) == .authenticated)
         // Timers on a loaded 2-core machine: wait for the outcome, not for a fixed time.
         try await eventually("two maintain commands") { fixture.events.commands(.maintain).count >= 2 }
@@ -215,7 +215,7 @@ import HotspotCore
                     return 'success'
                     """,
             ]),
-        ], configuration: .init(commandDeadline: .seconds(5), retryFirstDelay: .milliseconds(50)))
+        ], configuration: .init(policy: .init(commandDeadline: .seconds(5), retryFirstDelay: .milliseconds(50))))
         #expect(await fixture.runtime.join(guest) == .failure)
         try await eventually("the retries to authenticate") { await fixture.runtime.state(of: guest.ssid) == .authenticated }
         let retries = fixture.events.logs.map(\.message).filter { $0.hasPrefix("retrying") }
@@ -243,7 +243,7 @@ import HotspotCore
                     return tries < 2 and 'temporary_failure' or 'success'
                     """,
             ]),
-        ], configuration: .init(commandDeadline: .seconds(5), maintainInterval: .seconds(60), retryFirstDelay: .milliseconds(100)))
+        ], configuration: .init(policy: .init(commandDeadline: .seconds(5), maintainInterval: .seconds(60), retryFirstDelay: .milliseconds(100))))
         #expect(await fixture.runtime.join(NetworkDescription(ssid: "Steady")) == .authenticated)
         #expect(await fixture.runtime.join(NetworkDescription(ssid: "Flaky")) == .failure)
         try await eventually("the retry to authenticate Flaky") { await fixture.runtime.state(of: "Flaky") == .authenticated }
@@ -255,7 +255,7 @@ import HotspotCore
     @Test func noRetryRunsAfterTheTimersStop() async throws {
         let fixture = try await RuntimeFixture(scripts: [
             "flaky": venue("Flaky", confidence: "high", handlers: ["authenticate": "return 'temporary_failure'"]),
-        ], configuration: .init(commandDeadline: .seconds(5), retryFirstDelay: .milliseconds(50)))
+        ], configuration: .init(policy: .init(commandDeadline: .seconds(5), retryFirstDelay: .milliseconds(50))))
         #expect(await fixture.runtime.join(guest) == .failure)
         await fixture.runtime.stopTimers()
         try await Task.sleep(for: .milliseconds(400))
@@ -277,7 +277,7 @@ import HotspotCore
     @Test func handlersThatRaiseOrOverrunFail() async throws {
         let fixture = try await RuntimeFixture(scripts: [
             "raises": venue("Raises", confidence: "high", handlers: ["authenticate": "local form = nil\nreturn form.action"]),
-        ], configuration: .init(commandDeadline: .milliseconds(300)))
+        ], configuration: .init(policy: .init(commandDeadline: .milliseconds(300))))
         #expect(await fixture.runtime.join(guest) == .failure)
         let error = try #require(fixture.events.commands(.authenticate).first?.error)
         #expect(error.contains("raises.lua:"))

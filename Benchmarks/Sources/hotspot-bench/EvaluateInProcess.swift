@@ -125,7 +125,8 @@ private let sharedStateProgram = #"""
     base.url = { parse = stub, resolve = stub }
     local prelude_globals = { readonly = function(library) return library end, host = {
       http = { request = stub, probe = stub, capport = stub }, time = { sleep = stub, now = os.time },
-      socket = { tcp = stub, udp = stub },
+      socket = { tcp = stub, udp = stub }, wispr = { parse = stub, login_form = stub },
+      url = { parse = stub, resolve = stub }, html = { forms = stub, submission = stub, links = stub, meta_refresh = stub },
     } }
     for name, value in pairs(base) do prelude_globals[name] = value end
     local file = assert(io.open(prelude_path))
