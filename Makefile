@@ -25,8 +25,14 @@ DEB_PACKAGES := lintian
 # Debian's kernel and its initramfs (linux-image-amd64), mke2fs (e2fsprogs) makes its disk.
 # Without their recommends: qemu's would bring a desktop's worth of packages.
 GUEST_PACKAGES := $(DEB_PACKAGES) mmdebstrap qemu-system-x86 linux-image-amd64 e2fsprogs
+# What `make test-wifi` needs (docs/WIFI-TESTBED.md): Debian's kernel, with mac80211_hwsim, booted
+# by qemu through virtme-ng (from PyPI, in a virtual environment: python3-venv; busybox-static
+# for its initramfs), and the host's own hostapd, iw, wpa_supplicant, NetworkManager (dhclient
+# for option 114), dnsmasq, dbus and curl, which the guest runs from the host's files.
+WIFI_PACKAGES := qemu-system-x86 linux-image-amd64 busybox-static python3-venv kmod hostapd iw wpasupplicant \
+	network-manager isc-dhcp-client dnsmasq-base dbus curl
 
-.PHONY: all deps test-deps profile-deps deb-deps guest-deps build release install deb test-package test demo bench peer symbol-order check-sanitizers fuzz clean private-libraries
+.PHONY: all deps test-deps profile-deps deb-deps guest-deps wifi-deps build release install deb test-package test-wifi test demo bench peer symbol-order check-sanitizers fuzz clean private-libraries
 
 all: build
 
@@ -40,7 +46,9 @@ profile-deps: PACKAGES = $(SYSTEM_PACKAGES) valgrind python3
 deb-deps: PACKAGES = $(SYSTEM_PACKAGES) $(DEB_PACKAGES)
 guest-deps: PACKAGES = $(SYSTEM_PACKAGES) $(GUEST_PACKAGES)
 guest-deps: APT_INSTALL_OPTIONS = --no-install-recommends
-deps test-deps profile-deps deb-deps guest-deps:
+wifi-deps: PACKAGES = $(SYSTEM_PACKAGES) $(WIFI_PACKAGES)
+wifi-deps: APT_INSTALL_OPTIONS = --no-install-recommends
+deps test-deps profile-deps deb-deps guest-deps wifi-deps:
 	@missing=""; for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
@@ -141,6 +149,13 @@ deb: deb-deps release
 # lintian over the executables, 2.5 minutes more).
 test-package: guest-deps deb
 	Tests/Package/run $(DEB_FOLDER) .build/release
+
+# Real Wi-Fi in a guest (Tests/Wifi, docs/WIFI-TESTBED.md): Debian's kernel booted with the host's
+# files shared read-only, mac80211_hwsim radios, hostapd access points and a real
+# NetworkManager, with the release build's daemon following it; the scenarios share one boot
+# and end with a report. 10 to 15 minutes under emulation on two busy cores.
+test-wifi: wifi-deps release
+	Tests/Wifi/run .build/release
 
 # The bench is a package of its own (Benchmarks/), so `make test` does not build it; it
 # measures the executables `make release` leaves in .build/release. Its NetworkManager rows

@@ -111,6 +111,13 @@ extension ManagerView {
             }
             switch reader.unsigned(device, "State", of: path) ?? 0 {
             case NetworkManagerAPI.activated:
+                // A Wi-Fi device whose access point has gone (out of range, the access point
+                // restarting) stays activated while wpa_supplicant looks for it again: still on
+                // its network, not on one named after the connection.
+                if wireless != nil, reader.accessPointIsGone(objects, device: path) {
+                    devices[name] = .activating
+                    continue
+                }
                 guard let network = reader.network(objects, device: path, interface: name, isWireless: wireless != nil) else {
                     devices[name] = .inactive
                     continue
@@ -216,6 +223,15 @@ private struct PropertyReader {
             network.captivePortalAPIIsFromLink = network.captivePortalAPI != nil
         }
         return network
+    }
+
+    /// Whether a device's active connection names no access point (`/`, as NetworkManager 1.42
+    /// says once it lost it) or one no longer among NetworkManager's objects.
+    mutating func accessPointIsGone(_ objects: NetworkManagerObjects, device path: String) -> Bool {
+        guard let activePath = reference(objects[path, NetworkManagerAPI.device], "ActiveConnection", of: path),
+              case .objectPath(let accessPointPath)? = objects[activePath, NetworkManagerAPI.activeConnection]?["SpecificObject"]?.unwrapped
+        else { return false }
+        return accessPointPath == "/" || objects.objects[accessPointPath] == nil
     }
 
     /// An access point as a helper sees it in the scan list; nil for a hidden network (no SSID).

@@ -88,6 +88,25 @@ struct NetworkManagerModelTests {
         #expect(ManagerView(objects).devices == ["eth0": .activated(NetworkDescription(ssid: "Hotel Lobby", interface: "eth0"), .connected)])
     }
 
+    /// Seen with a real NetworkManager (make test-wifi): the access point stopped, the device
+    /// stays activated with its access point gone until wpa_supplicant gives up. It keeps its
+    /// network meanwhile, rather than leaving it for one named after the connection.
+    @Test func aWiFiDeviceWhoseAccessPointWentKeepsItsNetwork() {
+        var report = ManagerReport(manager: "NetworkManager")
+        _ = Self.next(&report, Self.wifi())
+        var objects = Self.wifi()
+        objects.removeObject(Self.cafe)
+        objects.change(Self.device, interface: NetworkManagerAPI.wireless, .dictionary([("AccessPoints", .variant(Self.paths([Self.open])))], valueSignature: "v"))
+        #expect(ManagerView(objects).devices == ["wlan0": .activating])
+        #expect(!Self.next(&report, objects).contains { if case .left = $0 { true } else if case .joined = $0 { true } else { false } })
+        // NetworkManager 1.42 then says the connection is on no access point at all.
+        objects.change(Self.active, interface: NetworkManagerAPI.activeConnection, .dictionary([("SpecificObject", .variant(.objectPath("/")))], valueSignature: "v"))
+        #expect(ManagerView(objects).devices == ["wlan0": .activating])
+        objects.change(Self.device, interface: NetworkManagerAPI.device, .dictionary([("State", .variant(.uint32(30)))], valueSignature: "v"))
+        #expect(Self.next(&report, objects).contains { if case .left(let network, _) = $0 { network.ssid == "Cafe-Guest" } else { false } },
+                "deactivated in the end: left")
+    }
+
     /// NetworkManager 1.42 lists the loopback device and activates it as the connection "lo":
     /// no helper should ever evaluate it.
     @Test func theLoopbackDeviceIsNoNetwork() {

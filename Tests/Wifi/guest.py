@@ -1,0 +1,406 @@
+#!/usr/bin/python3
+"""The Wi-Fi test bed's scenarios, run inside the guest that Tests/Wifi/run boots (the host's
+files shared read-only, Debian's kernel): mac80211_hwsim radios, hostapd access points,
+dnsmasq, a private system bus, wpa_supplicant and a real NetworkManager, and the release
+build's `hotspot-helper run --source networkmanager` following them. Every scenario shares
+this one boot; each adds `ok NAME` or `not ok NAME: why` to OUT/report, which ends with
+`N passed, N failed`; the logs of every process stay in OUT for a failure's reasons.
+
+    guest.py RELEASE-FOLDER OUT-FOLDER
+
+The air: radios 0 and 1 are two BSSIDs of the open Cafe-Guest (one bridge behind them, so a
+client keeps its address when it roams), with the project's portal simulator (click-through)
+at 198.18.1.1 and DHCP option 114; radio 2 is the WPA2-PSK Hotel-Secure, whose network is
+open once associated (a server answering the probe with 204 at 198.18.2.1); the access points
+live in the namespace `ap`, so traffic crosses the simulated air. Radio 3 is the client's,
+wlan3, managed by NetworkManager in the guest's own namespace.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+RELEASE, OUT = sys.argv[1], sys.argv[2]
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HELPER = os.path.join(RELEASE, "hotspot-helper")
+WORK = "/run/wifi"  # the guest's own tmpfs
+CLIENT = "wlan3"
+CAFE_BSSIDS = ["02:00:00:00:00:00", "02:00:00:00:01:00"]
+HOTEL_BSSID = "02:00:00:00:02:00"
+HOTEL_PASSWORD = "hunter22-hotel"
+PROBE_URL = "http://connectivity.test/generate_204"
+started = time.monotonic()
+processes = []
+results = []
+
+
+def log(text):
+    print(f"[{time.monotonic() - started:6.1f}s] {text}", flush=True)
+
+
+def sh(command, check=True):
+    """A shell command run to its end; its output, or an exception with it when it fails."""
+    run = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True)
+    if check and run.returncode != 0:
+        raise RuntimeError(f"`{command}` failed ({run.returncode}): {run.stdout}{run.stderr}")
+    return run.stdout
+
+
+def start(name, command, environment=None):
+    """A long-running process, its output in OUT/NAME.log."""
+    output = open(os.path.join(OUT, name + ".log"), "w")
+    process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                               env=dict(os.environ, **(environment or {})))
+    processes.append(process)
+    return process
+
+
+def stop(process):
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def wait_for(what, condition, timeout):
+    end = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"gave up after {timeout} s waiting for {what}")
+        time.sleep(0.2)
+
+
+def write(path, text, mode=0o644):
+    with open(path, "w") as file:
+        file.write(text)
+    os.chmod(path, mode)
+
+
+class Daemon:
+    """`hotspot-helper run --json` with its events read as they come."""
+
+    def __init__(self, arguments):
+        self.events = []
+        self.lock = threading.Lock()
+        self.log = open(os.path.join(OUT, "daemon.log"), "w")
+        self.process = subprocess.Popen([HELPER, "run", "--json"] + arguments, stdout=subprocess.PIPE,
+                                        stderr=self.log, stdin=subprocess.DEVNULL, text=True)
+        processes.append(self.process)
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        for line in self.process.stdout:
+            self.log.write(line)
+            self.log.flush()
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self.lock:
+                self.events.append(event)
+
+    def matching(self, predicate):
+        with self.lock:
+            return [event for event in self.events if predicate(event)]
+
+    def wait(self, what, predicate, timeout=90, count=1):
+        return wait_for(what, lambda: len(self.matching(predicate)) >= count and self.matching(predicate), timeout)
+
+
+def printed(prefix):
+    return lambda e: e.get("level") == "print" and str(e.get("message", "")).startswith(prefix)
+
+
+def state(to, network):
+    return lambda e: e.get("event") == "state" and e.get("to") == to and e.get("network") == network
+
+
+def command(name, network=None):
+    return lambda e: (e.get("event") == "command" and e.get("command") == name
+                      and (network is None or e.get("network") == network))
+
+
+def message(text):
+    return lambda e: text in str(e.get("message", ""))
+
+
+def scenario(name, after=None):
+    """Runs the scenario, records ok or not ok; the later scenarios go on either way, but for
+    those that start where `after` (a scenario's name) left the air, skipped when it failed."""
+    def record(body):
+        log(f"scenario: {name}")
+        if after and any(done == after and error for done, error in results):
+            results.append((name, f"not run: it starts where \"{after}\" should have left it"))
+            return
+        try:
+            body()
+            results.append((name, None))
+            log(f"ok {name}")
+        except Exception as error:  # every failure is reported, none stops the others
+            results.append((name, str(error)))
+            log(f"not ok {name}: {error}")
+    return record
+
+
+def link():
+    """What the client's radio is associated with, as the kernel says (`iw dev wlan3 link`)."""
+    return sh(f"iw dev {CLIENT} link", check=False)
+
+
+def nmcli(arguments, check=True):
+    return sh("nmcli --wait 120 " + arguments, check=check)
+
+
+def activate(profile):
+    """`nmcli connection up`, once more if the first times out: under emulation an association
+    can outlast NetworkManager's 25 s, and it then asks for new secrets, which the daemon's
+    agent rightly refuses (the password it gave may be wrong)."""
+    try:
+        nmcli(f"connection up {profile}")
+    except RuntimeError as error:
+        log(f"{profile} not activated, trying once more: {error}")
+        nmcli(f"connection up {profile}")
+
+
+# The helper of Hotel-Secure: it prints what reaches it, claims Hotel-Secure with its password
+# and logs in by being there (the network is open once associated).
+HOTEL_HELPER = """
+return {
+  name = "Hotel",
+  hosts = {},
+  filter_scan_list = function(cmd)
+    local ours = {}
+    for _, network in ipairs(cmd.network_list) do
+      print("scan " .. network.ssid .. " " .. network.bssid .. " " .. network.signal_strength .. " " .. tostring(network.is_secure))
+      if network.ssid == "Hotel-Secure" then
+        network:set_confidence("high")
+        network:set_password("%s")
+        ours[#ours + 1] = network
+      end
+    end
+    local response = cmd:create_response("success")
+    response:set_network_list(ours)
+    response:deliver()
+  end,
+  evaluate = function(cmd)
+    local network = cmd.network
+    print("network " .. network.ssid .. " " .. network.bssid .. " " .. network.signal_strength .. " "
+          .. tostring(network.is_secure) .. " " .. tostring(network.did_auto_join))
+    return network.ssid == "Hotel-Secure" and "high" or "none"
+  end,
+  authenticate = function(cmd) return "success" end,
+  maintain = function(cmd)
+    print("maintain " .. cmd.network.ssid .. " " .. tostring(cmd.network.did_just_join))
+    return "success"
+  end,
+}
+""" % HOTEL_PASSWORD
+
+
+def set_up_air():
+    os.makedirs(WORK, exist_ok=True)
+    sh("modprobe mac80211_hwsim radios=4")
+    sh("ip netns add ap")
+    for radio in range(3):
+        sh(f"iw phy phy{radio} set netns name ap")
+    sh("ip -n ap link set lo up; ip -n ap link add br0 type bridge; ip -n ap addr add 198.18.1.1/24 dev br0;"
+       " ip -n ap link set br0 up; ip -n ap addr add 198.18.2.1/24 dev wlan2")
+    common = "driver=nl80211\nhw_mode=g\nctrl_interface=/run/wifi/hostapd\n"
+    write(f"{WORK}/cafe-a.conf", common + "interface=wlan0\nbridge=br0\nssid=Cafe-Guest\nchannel=1\n")
+    write(f"{WORK}/cafe-b.conf", common + "interface=wlan1\nbridge=br0\nssid=Cafe-Guest\nchannel=1\n")
+    write(f"{WORK}/hotel.conf", common + "interface=wlan2\nssid=Hotel-Secure\nchannel=11\nwpa=2\n"
+          f"wpa_key_mgmt=WPA-PSK\nrsn_pairwise=CCMP\nwpa_passphrase={HOTEL_PASSWORD}\n")
+    access_points = {name: start_access_point(name) for name in ["cafe-a", "cafe-b", "hotel"]}
+    # One dnsmasq per network, each answering every name with its own side's address: the
+    # probe's name leads to the portal simulator on Cafe-Guest, to the open server on Hotel-Secure.
+    for name, interface, subnet, extra in [("cafe", "br0", "198.18.1", 'dhcp-option=114,"https://portal.example.test/api/captive"\n'),
+                                          ("hotel", "wlan2", "198.18.2", "")]:
+        write(f"{WORK}/dnsmasq-{name}.conf",
+              f"interface={interface}\nexcept-interface=lo\nbind-dynamic\nno-resolv\nno-hosts\nno-ping\nlog-queries\nlog-facility=-\n"
+              f"dhcp-range={subnet}.100,{subnet}.150,255.255.255.0,10m\naddress=/#/{subnet}.1\n"
+              f"dhcp-leasefile={WORK}/dnsmasq-{name}.leases\n{extra}")
+        start(f"dnsmasq-{name}", ["ip", "netns", "exec", "ap", "dnsmasq", "--keep-in-foreground", "--log-dhcp",
+                                  f"--conf-file={WORK}/dnsmasq-{name}.conf", f"--pid-file={WORK}/dnsmasq-{name}.pid"])
+    portal = start("portal", ["ip", "netns", "exec", "ap", HELPER, "simulate", "--scenario", "click-through",
+                              "--host", "198.18.1.1", "--port", "80"])
+    wait_for("the portal simulator", lambda: "http://198.18.1.1:80/" in open(f"{OUT}/portal.log").read(), 120)
+    start("open-server", ["ip", "netns", "exec", "ap", "python3", "-c", """
+import http.server
+class Open(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(204); self.end_headers()
+http.server.HTTPServer(('198.18.2.1', 80), Open).serve_forever()
+"""])
+    return access_points, portal
+
+
+def start_access_point(name):
+    process = start("hostapd-" + name, ["ip", "netns", "exec", "ap", "hostapd", f"{WORK}/{name}.conf"])
+    wait_for(f"hostapd {name}", lambda: "AP-ENABLED" in open(f"{OUT}/hostapd-{name}.log").read(), 60)
+    return process
+
+
+def set_up_client():
+    """A system bus, wpa_supplicant on it, NetworkManager managing wlan3 alone."""
+    os.makedirs("/run/dbus", exist_ok=True)
+    write(f"{WORK}/bus.conf", """<busconfig><type>system</type>
+<listen>unix:path=/run/dbus/system_bus_socket</listen><auth>EXTERNAL</auth>
+<policy context="default"><allow user="*"/><allow own="*"/><allow send_destination="*" eavesdrop="true"/>
+<allow receive_sender="*"/><allow eavesdrop="true"/></policy></busconfig>""")
+    start("dbus", ["dbus-daemon", f"--config-file={WORK}/bus.conf", "--nofork", "--nopidfile"])
+    wait_for("the system bus", lambda: os.path.exists("/run/dbus/system_bus_socket"), 30)
+    start("wpa_supplicant", ["wpa_supplicant", "-u", "-dd" if os.environ.get("WIFI_DEBUG") else "-q"])
+    for folder in ["connections", "varlib", "nmrun"]:
+        os.makedirs(f"{WORK}/{folder}", exist_ok=True)
+    write(f"{WORK}/NetworkManager.conf", f"""[main]
+plugins=keyfile
+dns=none
+rc-manager=unmanaged
+hostname-mode=none
+auth-polkit=false
+dhcp=dhclient
+no-auto-default=*
+[keyfile]
+path={WORK}/connections
+unmanaged-devices=except:interface-name:{CLIENT}
+[device]
+wifi.scan-rand-mac-address=no
+""")
+    # What a user adds for DHCP option 114 (docs/GETTING-STARTED.md, "With NetworkManager").
+    os.makedirs("/etc/NetworkManager", exist_ok=True)
+    write("/etc/NetworkManager/dhclient.conf", "also request default-url;\n")
+    # Each profile names its channel: wpa_supplicant then scans that one only, which keeps an
+    # association under emulation within NetworkManager's 25 s.
+    for name, ssid, channel, security in [("hotel", "Hotel-Secure", 11, "[wifi-security]\nkey-mgmt=wpa-psk\npsk-flags=1\n"),
+                                          ("cafe", "Cafe-Guest", 1, "")]:
+        write(f"{WORK}/connections/{name}.nmconnection",
+              f"[connection]\nid={name}\ntype=wifi\ninterface-name={CLIENT}\nautoconnect=false\n"
+              f"[wifi]\nssid={ssid}\nmode=infrastructure\nband=bg\nchannel={channel}\n"
+              f"{security}[ipv4]\nmethod=auto\n[ipv6]\nmethod=disabled\n", 0o600)
+    # No udev here: with /sys read-only NetworkManager does not wait for it to announce the radio.
+    start("NetworkManager", ["unshare", "-m", "/bin/sh", "-c",
+                             "mount -o remount,bind,ro /sys && exec NetworkManager --no-daemon --debug"
+                             f" --config={WORK}/NetworkManager.conf --state-file={WORK}/varlib/NetworkManager.state"
+                             f" --pid-file={WORK}/nmrun/nm.pid --intern-config={WORK}/varlib/intern.conf"])
+    wait_for("NetworkManager to manage wlan3",
+             lambda: "disconnected" in sh(f"nmcli -t -f DEVICE,STATE device 2>/dev/null | grep '^{CLIENT}:'", check=False), 120)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    log(f"guest up (kernel {os.uname().release})")
+    access_points, _ = set_up_air()
+    log("access points up")
+    set_up_client()
+    log("NetworkManager manages wlan3")
+    scripts = f"{WORK}/scripts"
+    os.makedirs(scripts)
+    shutil.copy(os.path.join(REPOSITORY, "VenueHelpers", "click-through.lua"), scripts)
+    write(f"{scripts}/hotel.lua", HOTEL_HELPER)
+    os.makedirs(f"{WORK}/state")
+    daemon = Daemon(["--scripts", scripts, "--source", "networkmanager", "--state-dir", f"{WORK}/state",
+                     "--probe-url", PROBE_URL])
+
+    @scenario("scan list: every real beacon reaches filter_scan_list with its BSSID, signal and security")
+    def _():
+        for bssid in CAFE_BSSIDS:
+            entry = daemon.wait(f"Cafe-Guest {bssid} in the scan list", printed(f"scan Cafe-Guest {bssid} "))[0]["message"]
+            signal, secure = entry.split()[3:5]
+            assert 0 < float(signal) <= 1 and secure == "false", entry
+        entry = daemon.wait("Hotel-Secure in the scan list", printed(f"scan Hotel-Secure {HOTEL_BSSID} "))[0]["message"]
+        assert entry.split()[4] == "true", entry
+        daemon.wait("the password offered to NetworkManager",
+                    message("passwords for networkmanager to join with: Hotel-Secure (from hotel)"))
+
+    wpa2 = "WPA2: the helper's password reaches NetworkManager through the secret agent, and it associates"
+    portal = "open network: the portal is logged in by click-through and verified"
+
+    @scenario(portal)
+    def _():
+        activate("cafe")
+        daemon.wait("Cafe-Guest authenticated", state("authenticated", "Cafe-Guest"))
+        authenticate = daemon.matching(command("authenticate", "Cafe-Guest"))
+        if not authenticate:
+            # What the portal says to the device itself, for the report.
+            raise AssertionError("no helper logged in; the portal answers the device: "
+                                 + sh(f"curl -sS -i --max-time 20 {PROBE_URL} 2>&1 | head -5", check=False).replace("\r\n", " | "))
+        assert authenticate[-1].get("helper") == "click-through", authenticate
+        daemon.wait("DHCP option 114 used", message("the Captive Portal API at https://portal.example.test/api/captive"))
+        probe = sh(f"curl -s -o /dev/null -w '%{{http_code}}' --max-time 20 http://198.18.1.1/generate_204", check=False)
+        assert probe == "204", f"the portal still captures the device: {probe}"
+
+    @scenario("roaming between the two BSSIDs of Cafe-Guest keeps the login", after=portal)
+    def _():
+        before = link()
+        current = next(b for b in CAFE_BSSIDS if b in before)
+        other = next(b for b in CAFE_BSSIDS if b != current)
+        authenticated = len(daemon.matching(state("authenticated", "Cafe-Guest")))
+        path = sh(f"busctl call fi.w1.wpa_supplicant1 /fi/w1/wpa_supplicant1 fi.w1.wpa_supplicant1 GetInterface s {CLIENT}").split()[1].strip('"')
+        sh(f"busctl call fi.w1.wpa_supplicant1 {path} fi.w1.wpa_supplicant1.Interface Roam s {other}")
+        wait_for(f"the client on {other}", lambda: other in link(), 60)
+        time.sleep(5)  # the time a leave and a new join would take to show
+        assert not daemon.matching(state("inactive", "Cafe-Guest")), "left on roaming"
+        assert len(daemon.matching(command("authenticate", "Cafe-Guest"))) == 1, "logged in again"
+        assert len(daemon.matching(state("authenticated", "Cafe-Guest"))) == authenticated
+        probe = sh("curl -s -o /dev/null -w '%{http_code}' --max-time 20 http://198.18.1.1/generate_204", check=False)
+        assert probe == "204", f"captive after roaming: {probe}"
+
+    @scenario(wpa2)
+    def _():
+        nmcli("connection down cafe", check=False)  # active only when the scenarios before passed
+        activate("hotel")
+        assert f"Connected to {HOTEL_BSSID}" in link() and "SSID: Hotel-Secure" in link(), link()
+        entry = daemon.wait("evaluate on Hotel-Secure", printed("network Hotel-Secure "))[0]["message"]
+        assert entry.split()[2] == HOTEL_BSSID and entry.split()[4] == "true", entry
+        daemon.wait("Hotel-Secure authenticated", state("authenticated", "Hotel-Secure"))
+
+    @scenario("an access point that vanishes is left, and when it is back the helper maintains with did_just_join", after=wpa2)
+    def _():
+        nmcli("connection modify hotel connection.autoconnect yes")
+        access_points["hotel"].terminate()
+        access_points["hotel"].wait(10)
+        # NetworkManager keeps the device activated while wpa_supplicant looks for the access
+        # point, and gives up after its link timeout (15 s, longer under emulation).
+        daemon.wait("Hotel-Secure left", state("inactive", "Hotel-Secure"), timeout=150)
+        access_points["hotel"] = start_access_point("hotel")
+        try:
+            daemon.wait("NetworkManager to join Hotel-Secure again by itself", state("authenticated", "Hotel-Secure"), count=2)
+        except AssertionError as error:
+            # NetworkManager may have asked for the password before the helpers saw the network
+            # again, and then stops joining it by itself: what follows is the same.
+            log(f"{error}; activating it")
+            activate("hotel")
+            daemon.wait("Hotel-Secure authenticated again", state("authenticated", "Hotel-Secure"), count=2)
+        daemon.wait("maintain with did_just_join", printed("maintain Hotel-Secure true"))
+        assert not daemon.matching(printed("network Hotel-Secure"))[1:], "evaluated again"
+        assert not daemon.matching(lambda e: e.get("network") == "hotel"), "joined a network named after the connection"
+
+    daemon.process.terminate()
+    status = daemon.process.wait(30)
+    results.append(("the daemon stops cleanly on SIGTERM", None if status == 0 else f"exit status {status}"))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as error:  # the set-up failed: reported as such
+        results.append(("the test bed's set-up", str(error)))
+        log(f"set-up failed: {error}")
+    finally:
+        for process in reversed(processes):
+            if process.poll() is None:
+                stop(process)
+        failed = [name for name, error in results if error]
+        with open(os.path.join(OUT, "report"), "w") as report:
+            for name, error in results:
+                report.write(f"ok {name}\n" if error is None else f"not ok {name}: {error}\n")
+            report.write(f"{len(results) - len(failed)} passed, {len(failed)} failed\n")
+        log(f"{len(results) - len(failed)} passed, {len(failed)} failed")
