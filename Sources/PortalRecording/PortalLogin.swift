@@ -100,8 +100,12 @@ public struct PortalLogin: Sendable {
         var pages: [RecordedExchange] = []
         var steps: [LoginStep] = []
         var apiCalls: [RecordedExchange] = []
+        // Where a redirect led is not something the person sent, even when its query has a form's fields.
+        let redirectTargets = Set(exchanges.compactMap { exchange in
+            exchange.isRedirect ? exchange.responseHeader("location").flatMap(exchange.url.resolving) : nil
+        })
         for exchange in beforeOpen where !Self.isProbe(exchange) {
-            if let step = LoginStep(exchange, after: pages) {
+            if exchange.method == "POST" || !redirectTargets.contains(exchange.url), let step = LoginStep(exchange, after: pages) {
                 // A step answered 429 or 503 that the person sent again is one step, retried.
                 if let previous = steps.last, previous.request.status >= 400, previous.matches(step) { steps.removeLast() }
                 steps.append(step)
@@ -165,17 +169,21 @@ public struct LoginStep: Sendable {
         }
         let names = Set(sent.map(\.0))
         for page in pages.reversed() {
-            for form in PageForm.forms(in: page.responseText) where form.method == exchange.method.lowercased() {
-                guard let action = page.url.resolving(form.action), action.path == exchange.url.path, action.host == exchange.url.host else { continue }
-                let formNames = Set(form.fields.map(\.name))
-                // A GET form's query names its fields; a link with a query is not a submission.
-                guard exchange.method == "POST" || !names.isDisjoint(with: formNames) else { continue }
-                self.request = exchange
-                self.page = page
-                self.form = form
-                self.fields = sent.map { SubmittedField(name: $0.0, value: $0.1, form: form) }
-                return
+            // Of the page's forms sent there, the one with most of the fields sent.
+            let candidates = PageForm.forms(in: page.responseText).filter { form in
+                guard form.method == exchange.method.lowercased(), let action = page.url.resolving(form.action) else { return false }
+                return action.path == exchange.url.path && action.host == exchange.url.host
             }
+            let overlap = { (form: PageForm) in names.intersection(form.fields.map(\.name)).count }
+            guard let form = candidates.max(by: { overlap($0) < overlap($1) }),
+                // A GET form's query names its fields; a link with a query is not a submission.
+                exchange.method == "POST" || overlap(form) > 0
+            else { continue }
+            self.request = exchange
+            self.page = page
+            self.form = form
+            self.fields = sent.map { SubmittedField(name: $0.0, value: $0.1, form: form) }
+            return
         }
         // Not a form of a page: a script's call, when it sends something to the portal.
         guard exchange.method == "POST" else { return nil }
@@ -238,10 +246,10 @@ public struct SubmittedField: Sendable, Equatable {
 
     static let tokenNames = ["csrf", "token", "nonce", "session", "sid", "ticket", "challenge", "sig", "hash", "auth", "key", "mac"]
 
-    /// At least 12 characters of letters and digits both, with no spaces: what servers hand
-    /// out as tokens, not what people type.
+    /// At least 12 characters of letters and digits both, with no spaces and no slashes (a
+    /// URL, a path): what servers hand out as tokens, not what people type.
     static func looksLikeToken(_ value: String) -> Bool {
-        value.count >= 12 && !value.contains(" ") && value.contains(where: \.isNumber) && value.contains(where: \.isLetter)
+        value.count >= 12 && !value.contains(" ") && !value.contains("/") && value.contains(where: \.isNumber) && value.contains(where: \.isLetter)
     }
 }
 
