@@ -263,7 +263,10 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "PortalSimulatorTests",
-            dependencies: ["PortalSimulator", "HotspotCore", "TestSupport", "hotspot-helper", "hotspot-helper-devtools", .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: [
+                "PortalSimulator", "PortalRecording", "HotspotCore", "Locking", "TestSupport", "hotspot-helper", "hotspot-helper-devtools",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
             swiftSettings: swiftSettings),
         // Scenarios/ holds the venue scripts of the scenario tests.
         .testTarget(

@@ -230,8 +230,13 @@ struct RecordedLoginTests {
         return Int(String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) ?? 0
     }
 
+    /// The scenarios whose recording yields a script that logs in unmodified, against the
+    /// replay and the live scenario. Not yet: capport and wispr (the script logs in against the
+    /// replay only: the live probe's portal URL is the API's, resp. the WISPr XML's), opnsense,
+    /// mikrotik and meraki (the page's script computes what it sends), coovachilli (its page
+    /// navigates itself while the person is recorded).
     static let scenarios: [Scenario] = [
-        .clickThrough, .credentials, .email, .redirectChain, .sessionExpiry, .opennds, .pfsense, .hostile, .flaky, .rateLimited,
+        .clickThrough, .credentials, .email, .redirectChain, .sessionExpiry, .opennds, .pfsense, .hostile, .flaky, .rateLimited, .slow,
     ]
 
     @Test(.enabled(if: HeadlessBrowser.isInstalled), arguments: scenarios)
