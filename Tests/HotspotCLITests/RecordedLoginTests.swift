@@ -232,9 +232,8 @@ struct RecordedLoginTests {
 
     /// The scenarios whose recording yields a script that logs in unmodified, against the
     /// replay and the live scenario. Not yet: capport and wispr (the script logs in against the
-    /// replay only: the live probe's portal URL is the API's, resp. the WISPr XML's), opnsense,
-    /// mikrotik and meraki (the page's script computes what it sends), coovachilli (its page
-    /// navigates itself while the person is recorded).
+    /// replay only), opnsense, mikrotik and meraki (whose pages' scripts compute what they
+    /// send), coovachilli (the recording itself fails: its page navigates while it is filled in).
     static let scenarios: [Scenario] = [
         .clickThrough, .credentials, .email, .redirectChain, .sessionExpiry, .opennds, .pfsense, .hostile, .flaky, .rateLimited, .slow,
     ]
@@ -263,5 +262,22 @@ struct RecordedLoginTests {
         // Nothing written carries what the person typed or the portal's cookies and tokens.
         let written = (try String(contentsOfFile: script, encoding: .utf8)) + imported.output + imported.errors
         for secret in ["aroma-2026", "reader@example.org"] { #expect(!written.contains(secret), "\(secret) in what was written") }
+    }
+
+    /// `test`: one line per case, exit 1 when one failed, and JUnit XML that says which and why.
+    @Test func testReportsEachCaseAndWritesJUnit() async throws {
+        let directory = try CLI.temporaryDirectory()
+        let junit = directory + "/report.xml"
+        let run = try await CLI.run(["test", DaemonTests.bundledScripts + "/click-through.lua", "--scenario", "click-through",
+                                     "--scenario", "credentials", "--junit", junit])
+        #expect(run.status == 1, "\(run.output)\n\(run.errors)")
+        #expect(run.output.contains("PASS  \(DaemonTests.bundledScripts)/click-through.lua against click-through"))
+        #expect(run.output.contains("FAIL  \(DaemonTests.bundledScripts)/click-through.lua against credentials: authenticate asked the person"))
+        #expect(run.output.contains("1 of 2 passed"))
+        let xml = try String(contentsOfFile: junit, encoding: .utf8)
+        #expect(xml.contains(#"<testsuites name="hotspot-helper test" tests="2" failures="1">"#))
+        #expect(xml.contains(#"name="credentials""#) && xml.contains("<failure message=\"authenticate asked the person (ui_required)"))
+        let usage = try await CLI.run(["test", DaemonTests.bundledScripts + "/click-through.lua"])
+        #expect(usage.status == 2 && usage.errors.contains("--scenario NAME or --har FILE"))
     }
 }
