@@ -29,6 +29,9 @@ public struct PortalLogin: Sendable {
     /// portal answered there too), in the order first contacted.
     public let portalHosts: [String]
 
+    /// The recording's file name, without its folder.
+    public var fileName: String { source.split(separator: "/").last.map(String.init) ?? source }
+
     /// Reads the login in the HAR at `path`.
     public static func read(_ path: String) throws(RecordingError) -> PortalLogin {
         try PortalLogin(exchanges: HARFile.read(path), source: path)

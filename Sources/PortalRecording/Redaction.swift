@@ -70,7 +70,8 @@ public struct Redaction: Sendable {
 }
 
 extension String {
-    var trimmingSpaces: String {
+    /// Without the white space at either end.
+    public var trimmingSpaces: String {
         String(drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
     }
 }

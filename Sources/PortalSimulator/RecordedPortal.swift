@@ -28,7 +28,7 @@ struct RecordedPortal: PortalBehavior {
         for exchange in login.exchanges {
             for line in exchange.setCookies {
                 let pair = line.split(separator: ";", maxSplits: 1).first ?? ""
-                let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).trimmedSpaces }
+                let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).trimmingSpaces }
                 if parts.count == 2, !parts[1].isEmpty { cookies[parts[0]] = parts[1] }
             }
         }
@@ -135,7 +135,7 @@ struct RecordedPortal: PortalBehavior {
         }
         let cookieHeader = step.request.requestHeader("cookie") ?? ""
         for pair in cookieHeader.split(separator: ";") {
-            let name = String(pair.split(separator: "=", maxSplits: 1).first ?? "").trimmedSpaces
+            let name = String(pair.split(separator: "=", maxSplits: 1).first ?? "").trimmingSpaces
             guard let recordedValue = portalCookies[name] else { continue }
             if request.cookies[name]?.value != fresh(recordedValue, for: request.client) {
                 differences.append("the cookie \(name) the portal set was not sent back")
@@ -157,7 +157,7 @@ struct RecordedPortal: PortalBehavior {
 
     /// Why `value` is not something a person could have typed as `kind`, nil when it could be.
     static func problem(with value: String, of kind: TypedKind) -> String? {
-        if value.trimmedSpaces.isEmpty { return "empty, where the person typed \(kind.rawValue == "email" ? "an" : "a") \(kind.rawValue)" }
+        if value.trimmingSpaces.isEmpty { return "empty, where the person typed \(kind.rawValue == "email" ? "an" : "a") \(kind.rawValue)" }
         switch kind {
         case .email: return EmailPortal.looksLikeEmail(value) ? nil : "not an email address"
         case .number: return value.allSatisfy(\.isNumber) ? nil : "not a number"
@@ -236,11 +236,5 @@ struct RecordedPortal: PortalBehavior {
     private func restore(_ text: String, for client: String) -> String {
         let values = state.withClient(client) { $0.replayValues }
         return values.reduce(text) { text, pair in text.replacing(pair.value, with: pair.key) }
-    }
-}
-
-extension String {
-    var trimmedSpaces: String {
-        String(drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
     }
 }

@@ -33,7 +33,7 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
 
     /// A recorded login replayed (`simulate --har FILE`), named after its file.
     static func recorded(_ login: PortalLogin) -> Scenario {
-        let file = login.source.split(separator: "/").last.map(String.init) ?? login.source
+        let file = login.fileName
         return Scenario(
             name: "har:\(file)", summary: "The portal login recorded in \(file), replayed.",
             expectedHelper: "Sends what the recorded browser sent, with the tokens of the pages the replay serves, and answers success.",

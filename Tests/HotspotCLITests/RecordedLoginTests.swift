@@ -23,9 +23,22 @@ final class ChromiumRecorder {
     func open(_ url: String) throws {
         try browser.open("about:blank")
         try browser.send("Network.enable", ["maxPostDataSize": 65536])
+        // A captive client's every request restarts redirect-chain's ticket, a favicon's too,
+        // which a person would answer by submitting again; the recorder keeps to the pages.
+        try browser.send("Network.setBlockedURLs", ["urls": ["*/favicon.ico"]])
         try browser.send("Page.enable")
         try browser.send("Page.navigate", ["url": url])
-        try browser.waitUntil("document.readyState === 'complete' && location.href !== 'about:blank'")
+        try waitUntil("document.readyState === 'complete' && location.href !== 'about:blank'")
+    }
+
+    /// Waits until `expression` is true in the page, through the navigations meanwhile (an
+    /// evaluation the page's navigation interrupts is tried again).
+    func waitUntil(_ expression: String, within limit: Duration = .seconds(20)) throws {
+        let end = ContinuousClock.now + limit
+        while (try? browser.evaluate(expression)) as? Bool != true {
+            guard ContinuousClock.now < end else { throw HeadlessBrowser.Failure(description: "never true within \(limit): \(expression)") }
+            usleep(50_000)
+        }
     }
 
     /// Fills in the page's form as a person would (every box ticked, what they know typed)
@@ -71,7 +84,7 @@ final class ChromiumRecorder {
     /// is given a few seconds).
     func waitForNextPage() throws {
         do {
-            try browser.waitUntil("window.__before === undefined && document.readyState === 'complete'", within: .seconds(5))
+            try waitUntil("window.__before === undefined && document.readyState === 'complete'", within: .seconds(5))
         } catch {
             _ = try? browser.evaluate("delete window.__before")
         }
@@ -196,7 +209,7 @@ struct RecordedLoginTests {
                         // A page with nothing to submit (busy, too many requests): the person
                         // waits a moment, goes back and tries again.
                         usleep(1_200_000)
-                        try recorder.browser.evaluate("window.__before = true; history.back()")
+                        _ = try? recorder.browser.evaluate("window.__before = true; history.back()")
                         try recorder.waitForNextPage()
                         continue
                     }
@@ -205,9 +218,9 @@ struct RecordedLoginTests {
                 }
                 // The check the person's system makes once logged in, answered 204.
                 try recorder.browser.send("Page.navigate", ["url": probe])
-                try recorder.browser.waitUntil("true")
+                try recorder.waitUntil("true")
                 usleep(300_000)
-                _ = try recorder.browser.evaluate("1")
+                try recorder.waitUntil("true")
                 try recorder.har().write(to: URL(fileURLWithPath: path))
             }
         } catch {
