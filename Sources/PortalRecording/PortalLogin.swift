@@ -306,28 +306,42 @@ public enum TypedKind: String, Sendable, CaseIterable {
     public var isCredential: Bool { self == .password || self == .voucher || self == .username }
 }
 
-/// `application/x-www-form-urlencoded` pairs, in order.
-enum FormFields {
-    static func decode(_ text: String) -> [(String, String)] {
+/// `application/x-www-form-urlencoded`, as forms post it and queries carry it: what the
+/// import reads and the simulator decodes.
+public enum FormFields {
+    /// The pairs of `text`, in order.
+    public static func decode(_ text: some StringProtocol) -> [(String, String)] {
         text.split(separator: "&").map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             return (unescape(parts[0]), parts.count > 1 ? unescape(parts[1]) : "")
         }
     }
 
-    static func unescape(_ text: Substring) -> String {
+    /// `+` as a space and `%XX` as a byte; a `%` that starts no escape stays as it is.
+    public static func unescape(_ text: some StringProtocol) -> String {
         var bytes: [UInt8] = []
         var input = Array(text.utf8)[...]
         while let byte = input.popFirst() {
             if byte == UInt8(ascii: "+") {
                 bytes.append(UInt8(ascii: " "))
-            } else if byte == UInt8(ascii: "%"), input.count >= 2, let value = UInt8(String(decoding: input.prefix(2), as: UTF8.self), radix: 16) {
-                bytes.append(value)
+            } else if byte == UInt8(ascii: "%"), input.count >= 2,
+                let high = hexValue(input[input.startIndex]), let low = hexValue(input[input.startIndex + 1])
+            {
+                bytes.append(high << 4 | low)
                 input = input.dropFirst(2)
             } else {
                 bytes.append(byte)
             }
         }
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 }
