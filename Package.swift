@@ -166,11 +166,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings),
+        // A browser's recording (HAR 1.2) of one portal login: read within bounds, the login
+        // found in it (probe, redirects, pages, forms, calls), what it holds that is private,
+        // and the venue script written from it. Foundation-free, on the project's JSON parser.
+        .target(name: "PortalRecording", dependencies: ["JSON", "LinuxFiles"], swiftSettings: swiftSettings),
         // The portal simulator: captive-portal scenarios on a real HTTP server, its answers
         // written with the project's one JSON writer.
         .target(
             name: "PortalSimulator",
-            dependencies: ["HotspotCore", "JSON", "HTTPServing", "Locking", "COpenSSLCrypto", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["HotspotCore", "JSON", "HTTPServing", "Locking", "COpenSSLCrypto", "PortalRecording", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: swiftSettings),
         // The daemon: the runtime kept going on a device (`HotspotDaemon`), joined to its
         // network sources, control socket, service manager and metrics (`DaemonService`, the
@@ -210,7 +214,7 @@ let package = Package(
         .executableTarget(
             name: "hotspot-helper-devtools",
             dependencies: [
-                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "LinuxFiles", "HotspotNetwork", "LuaSandbox", "PortalSimulator", "Locking",
+                "HotspotCommandLine", "HotspotCore", "HotspotRuntime", "LinuxFiles", "HotspotNetwork", "LuaSandbox", "PortalSimulator", "PortalRecording", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings),
@@ -260,7 +264,10 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "PortalSimulatorTests",
-            dependencies: ["PortalSimulator", "HotspotCore", "TestSupport", "hotspot-helper", "hotspot-helper-devtools", .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: [
+                "PortalSimulator", "PortalRecording", "HotspotCore", "Locking", "TestSupport", "hotspot-helper", "hotspot-helper-devtools",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
             swiftSettings: swiftSettings),
         // Scenarios/ holds the venue scripts of the scenario tests.
         .testTarget(
@@ -279,6 +286,7 @@ let package = Package(
         .testTarget(name: "PackageLayoutTests", dependencies: ["TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "CLibraryLoadingTests", dependencies: ["CLibraryLoading"], swiftSettings: swiftSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: swiftSettings),
+        .testTarget(name: "PortalRecordingTests", dependencies: ["PortalRecording", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LinuxFilesTests", dependencies: ["LinuxFiles", "TestSupport", "Locking"], swiftSettings: swiftSettings),
         .testTarget(name: "DBusClientTests", dependencies: ["DBusClient", "TestSupport", "Locking"], swiftSettings: swiftSettings),
         .testTarget(name: "NetworkSourcesTests", dependencies: ["NetworkSources", "DBusClient", "HotspotCore", "TestSupport"], swiftSettings: swiftSettings),

@@ -3,8 +3,8 @@ import Glibc
 #endif
 import LuaSandbox
 
-/// `demo`, `dev` and `simulate` run the portal simulator (Hummingbird and SwiftNIO), which
-/// a device has no use for: they live in `hotspot-helper-devtools`, so the executable the
+/// `demo`, `dev`, `simulate` and `test` run the portal simulator (Hummingbird and SwiftNIO),
+/// and `har` reads recordings for it, which a device has no use for: they live in `hotspot-helper-devtools`, so the executable the
 /// daemon runs stays small (docs/PERFORMANCE.md, "The idle daemon's memory is mostly shared
 /// code", has what it saves). `hotspot-helper NAME ...` runs that executable, beside it,
 /// with the same arguments.
@@ -14,6 +14,8 @@ package enum DevTools {
     package static let demoAbstract = "Runs the bundled venue scripts through their whole lifecycle on the portal simulator."
     package static let devAbstract = "Runs a script's lifecycle against a simulated or real portal, again on every save."
     package static let simulateAbstract = "Runs simulated captive portals to develop and test venue scripts against."
+    package static let harAbstract = "Turns a browser's recording (HAR) of one portal login into a venue script."
+    package static let testAbstract = "Runs venue scripts' lifecycles against simulator scenarios and recorded logins, and checks the outcome."
 
     /// `web` lives in an executable of its own for the same reason: the daemon a device runs
     /// has no web server in it.

@@ -1,4 +1,5 @@
 import Hummingbird
+import PortalRecording
 
 /// The building blocks of the portals' pages and answers.
 enum Pages {
@@ -87,12 +88,7 @@ extension Response {
 enum FormEncoding {
     /// The fields of `text`; of repeated names the last one wins.
     static func decode(_ text: some StringProtocol) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            fields[unescape(parts[0])] = parts.count > 1 ? unescape(parts[1]) : ""
-        }
-        return fields
+        Dictionary(FormFields.decode(text), uniquingKeysWith: { $1 })
     }
 
     /// `pairs` in their order, everything but `A-Za-z0-9-_.~` percent-encoded.
@@ -106,34 +102,6 @@ enum FormEncoding {
                 || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || "-_.~".utf8.contains(byte)
             return unreserved ? String(UnicodeScalar(byte)) : "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 15, radix: 16, uppercase: true)
         }.joined()
-    }
-
-    /// `+` as a space and `%XX` as a byte; a `%` that starts no escape stays as it is.
-    static func unescape(_ text: some StringProtocol) -> String {
-        var bytes: [UInt8] = []
-        var input = Array(text.utf8)[...]
-        while let byte = input.popFirst() {
-            if byte == UInt8(ascii: "+") {
-                bytes.append(UInt8(ascii: " "))
-            } else if byte == UInt8(ascii: "%"), input.count >= 2,
-                let high = hexValue(input[input.startIndex]), let low = hexValue(input[input.startIndex + 1])
-            {
-                bytes.append(high << 4 | low)
-                input = input.dropFirst(2)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
 

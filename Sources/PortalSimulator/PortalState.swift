@@ -64,6 +64,10 @@ struct Client {
     var chilliChallenge: [UInt8]?
     /// `pfsense`: the session its logout form names.
     var session: String?
+    /// A replayed recording (`simulate --har`): how many of its steps the client has sent,
+    /// and the fresh value it was given for each recorded token and cookie.
+    var replayStepsDone = 0
+    var replayValues: [String: String] = [:]
 
     func isLoggedIn(at now: Duration) -> Bool {
         switch login {

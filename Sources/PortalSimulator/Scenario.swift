@@ -1,3 +1,5 @@
+import PortalRecording
+
 /// One kind of captive portal the simulator can play, described for people: operators
 /// pick one by `name` and test their script against `expectedHelper`.
 public struct Scenario: Sendable, Hashable, CustomStringConvertible {
@@ -27,6 +29,16 @@ public struct Scenario: Sendable, Hashable, CustomStringConvertible {
     enum Kind: Sendable, Hashable {
         case clickThrough, credentials, email, redirectChain, sessionExpiry, flaky, slow, rateLimited, wispr, capport
         case opennds, coovachilli, pfsense, opnsense, mikrotik, meraki, merakiSignOn, unifi, ciscoWLC, aruba, hostile
+        case recorded
+    }
+
+    /// A recorded login replayed (`simulate --har FILE`), named after its file.
+    static func recorded(_ login: PortalLogin) -> Scenario {
+        let file = login.fileName
+        return Scenario(
+            name: "har:\(file)", summary: "The portal login recorded in \(file), replayed.",
+            expectedHelper: "Sends what the recorded browser sent, with the tokens of the pages the replay serves, and answers success.",
+            kind: .recorded)
     }
 
     public static let clickThrough = Scenario(

@@ -1,5 +1,6 @@
 public import HotspotCore
 import HTTPServing
+public import PortalRecording
 
 /// Why the simulator could not start.
 public enum SimulatorError: Error, CustomStringConvertible {
@@ -68,8 +69,28 @@ public final class SimulatedPortal: Sendable {
         clock: any HotspotClock = SystemClock()
     ) async throws -> SimulatedPortal {
         let state = PortalState()
+        return try await start(scenario, behavior: behavior(of: scenario, state: state, settings: settings), state: state, host: host, port: port,
+                               settings: settings, dnsPort: dnsPort, dnsAnswer: dnsAnswer, requestLog: requestLog, clock: clock)
+    }
+
+    /// Starts replaying the recorded `login` (`simulate --har`), as `start` starts a scenario;
+    /// the request log also says which steps it accepted and what differed in those it refused.
+    public static func start(
+        replaying login: PortalLogin, host: String = "127.0.0.1", port: Int = 0, settings: ScenarioSettings = .init(),
+        dnsPort: Int? = nil, requestLog: (@Sendable (String) -> Void)? = nil, clock: any HotspotClock = SystemClock()
+    ) async throws -> SimulatedPortal {
+        let state = PortalState()
+        let scenario = Scenario.recorded(login)
+        return try await start(scenario, behavior: RecordedPortal(login: login, state: state, log: requestLog), state: state, host: host,
+                               port: port, settings: settings, dnsPort: dnsPort, dnsAnswer: nil, requestLog: requestLog, clock: clock)
+    }
+
+    private static func start(
+        _ scenario: Scenario, behavior: any PortalBehavior, state: PortalState, host: String, port: Int, settings: ScenarioSettings,
+        dnsPort: Int?, dnsAnswer: String?, requestLog: (@Sendable (String) -> Void)?, clock: any HotspotClock
+    ) async throws -> SimulatedPortal {
         let responder = PortalResponder(
-            scenarioName: scenario.name, behavior: behavior(of: scenario, state: state, settings: settings), state: state,
+            scenarioName: scenario.name, behavior: behavior, state: state,
             latency: settings.latency(for: scenario.kind), portalHost: settings.portalHost, clock: clock, requestLog: requestLog)
         // Connections still busy at a stop after this are cancelled rather than waited for.
         let server: RunningHTTPServer
@@ -144,6 +165,8 @@ public final class SimulatedPortal: Sendable {
         case .ciscoWLC: return CiscoWLCPortal(state: state, settings: settings)
         case .aruba: return ArubaPortal(state: state, settings: settings)
         case .hostile: return HostilePortal(state: state, settings: settings)
+        // Started by `start(replaying:)`, which makes its behavior from the recording.
+        case .recorded: preconditionFailure("a recorded login is replayed with start(replaying:)")
         }
     }
 }

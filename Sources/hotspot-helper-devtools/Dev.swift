@@ -9,6 +9,7 @@ import HotspotRuntime
 import LinuxFiles
 import LuaSandbox
 import PortalSimulator
+import PortalRecording
 import Locking
 import HotspotCore
 
@@ -101,10 +102,10 @@ struct Dev: AsyncParsableCommand {
                 LoadedHelpers.report(first.problems, output: output)
                 throw ExitCode(2)
             }
-            let (state, claimedBy) = try await session.run(helper)
+            let run = try await session.run(helper)
             await session.stop()
-            if state != .authenticated { throw ExitCode(1) }
-            try requireHelper.check(claimedBy: claimedBy)
+            if run.reached != .authenticated { throw ExitCode(1) }
+            try requireHelper.check(claimedBy: run.claimedBy)
             return
         }
         let watcher: ScriptWatcher
@@ -133,8 +134,19 @@ struct Dev: AsyncParsableCommand {
     }
 }
 
-/// The portal, the network and the runs of one `dev` session.
-private actor DevSession {
+/// What one run of a script went through.
+struct DevRun: Sendable {
+    /// The state the login reached (after present_ui, when the script asked and answers were given).
+    let reached: HotspotState
+    let claimedBy: String?
+    /// Whether authenticate answered ui_required.
+    let askedPerson: Bool
+    /// Every command the script answered, in order.
+    let commands: [CommandEvent]
+}
+
+/// The portal, the network and the runs of one `dev` session (and of each case of `test`).
+actor DevSession {
     let engine: LuaEngine
     let output: EventOutput
     let progress: ProgressLine
@@ -143,12 +155,14 @@ private actor DevSession {
     let ssid: String
     let scenario: Scenario?
     let portalURL: String?
+    /// A recorded login to replay instead of a scenario (`test --har`).
+    let recording: PortalLogin?
     let network: NetworkOptions
     private var simulated: (portal: SimulatedPortal, host: String)?
     private var runs = 0
 
     init(engine: LuaEngine, output: EventOutput, progress: ProgressLine, configuration: HotspotRuntime.Configuration, answers: [String: String],
-         ssid: String, scenario: Scenario?, portalURL: String?, network: NetworkOptions) {
+         ssid: String, scenario: Scenario?, portalURL: String?, recording: PortalLogin? = nil, network: NetworkOptions) {
         self.engine = engine
         self.output = output
         self.progress = progress
@@ -157,23 +171,27 @@ private actor DevSession {
         self.ssid = ssid
         self.scenario = scenario
         self.portalURL = portalURL
+        self.recording = recording
         self.network = network
     }
 
     /// One lifecycle: join, a person's answers when asked for, maintain, logoff. Returns
     /// the state the login reached.
-    /// Runs the script once; the state reached and the helper that claimed the network.
-    func run(_ helper: HelperScript) async throws -> (state: HotspotState, claimedBy: String?) {
+    /// Runs the script once: the state reached, the helper that claimed the network, what it answered.
+    func run(_ helper: HelperScript) async throws -> DevRun {
         runs += 1
         let joined = try await networkToJoin(for: helper)
         output.note("run \(runs): \(helper.id) on \(ssid)")
+        let commands = PlainLock<[CommandEvent]>([])
         let runtime = HotspotRuntime(engine: engine, helpers: [helper], persistence: try StateDirectory(path: nil),
                                      configuration: configuration) { [output, progress] event in
             progress.observe(event)
             output.write(event)
+            if case .command(let command) = event { commands.withLock { $0.append(command) } }
         }
         let started = ContinuousClock.now
         var state = await runtime.join(joined)
+        let askedPerson = state == .presentingUI
         if state == .presentingUI {
             if answers.isEmpty {
                 output.note("\(helper.id) waits for a person: give what they would enter with --answer name=value")
@@ -194,7 +212,7 @@ private actor DevSession {
         output.write(.done(DoneEvent(network: ssid, state: reached, helper: claimedBy)))
         let milliseconds = Int((ContinuousClock.now - started) / .milliseconds(1))
         output.note("run \(runs) ended \(reached.rawValue) in \(milliseconds) ms")
-        return (reached, claimedBy)
+        return DevRun(reached: reached, claimedBy: claimedBy, askedPerson: askedPerson, commands: commands.withLock { $0 })
     }
 
     func stop() async {
@@ -203,7 +221,7 @@ private actor DevSession {
     }
 
     private func networkToJoin(for helper: HelperScript) async throws -> NetworkDescription {
-        guard let scenario else {
+        guard scenario != nil || recording != nil else {
             return NetworkDescription(ssid: ssid, interface: network.interface, resolvers: network.resolvers,
                                       probeURLs: portalURL.map { [$0] } ?? [])
         }
@@ -217,10 +235,17 @@ private actor DevSession {
             let secrets = configuration.secrets.of(helper: helper.id)
             if let username = secrets["username"] { settings.username = username }
             if let password = secrets["password"] { settings.password = password }
-            let portal = try await SimulatedPortal.start(scenario, settings: settings, dnsPort: 0)
-            simulated = (portal, host)
-            output.note("simulating \(scenario.name) at http://\(host):\(portal.port)/ (every name resolves to it); " +
-                        "it accepts username \(settings.username), password \(settings.password)")
+            if let recording {
+                let portal = try await SimulatedPortal.start(replaying: recording, settings: settings, dnsPort: 0,
+                                                             requestLog: { [output] in output.note($0) })
+                simulated = (portal, host)
+                output.note("replaying \(recording.source) at http://\(host):\(portal.port)/ (every name resolves to it)")
+            } else if let scenario {
+                let portal = try await SimulatedPortal.start(scenario, settings: settings, dnsPort: 0)
+                simulated = (portal, host)
+                output.note("simulating \(scenario.name) at http://\(host):\(portal.port)/ (every name resolves to it); " +
+                            "it accepts username \(settings.username), password \(settings.password)")
+            }
         }
         let portal = simulated!.portal
         return NetworkDescription(ssid: ssid, resolvers: ["127.0.0.1:\(portal.dns!.port)"],

@@ -7,8 +7,8 @@ import HotspotCommandLine
 struct DevToolsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hotspot-helper",
-        abstract: "The portal simulator's commands of hotspot-helper: demo, dev and simulate.",
-        subcommands: [Demo.self, Dev.self, Simulate.self])
+        abstract: "The portal simulator's commands of hotspot-helper: demo, dev, simulate, test and har.",
+        subcommands: [Demo.self, Dev.self, Simulate.self, TestScripts.self, Har.self])
 
     static func main() async { await CommandLineEntry.run(Self.self) }
 }

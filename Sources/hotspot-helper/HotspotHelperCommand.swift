@@ -17,7 +17,8 @@ enum HotspotHelperMain {
                               started: BoundHTTPClient.loadLibraryInBackground)
         }
         let arguments = Array(CommandLine.arguments.dropFirst())
-        let devToolsCommands = [Demo.configuration, Dev.configuration, Simulate.configuration].compactMap(\.commandName)
+        let devToolsCommands = [Demo.configuration, Dev.configuration, Simulate.configuration, TestScripts.configuration, Har.configuration]
+            .compactMap(\.commandName)
         if let name = arguments.first, devToolsCommands.contains(name) {
             DevTools.replaceProcess(running: arguments)
         }
@@ -52,7 +53,7 @@ struct HotspotHelperCommand: AsyncParsableCommand {
             """,
         version: version,
         subcommands: [
-            Demo.self, Connect.self, Run.self, Dev.self, Check.self, ProbeCommand.self, Networks.self, Simulate.self,
+            Demo.self, Connect.self, Run.self, Dev.self, Check.self, ProbeCommand.self, Networks.self, Simulate.self, TestScripts.self, Har.self,
             UI.self, Status.self, Web.self, Logoff.self, Join.self, Disable.self, Enable.self,
         ])
 }
@@ -77,4 +78,14 @@ struct Web: ParsableCommand {
 struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "simulate", abstract: DevTools.simulateAbstract)
     func run() { DevTools.replaceProcess(running: ["simulate"]) }
+}
+
+struct TestScripts: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "test", abstract: DevTools.testAbstract)
+    func run() { DevTools.replaceProcess(running: ["test"]) }
+}
+
+struct Har: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "har", abstract: DevTools.harAbstract)
+    func run() { DevTools.replaceProcess(running: ["har"]) }
 }

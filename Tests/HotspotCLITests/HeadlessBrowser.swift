@@ -18,6 +18,8 @@ final class HeadlessBrowser: @unchecked Sendable {
     private var buffered: [UInt8] = []
     private var session: String?
     private let profile: String
+    /// The DevTools events received so far (a domain's, once enabled), oldest first.
+    private(set) var events: [[String: Any]] = []
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -25,7 +27,8 @@ final class HeadlessBrowser: @unchecked Sendable {
 
     static var isInstalled: Bool { access(executable, X_OK) == 0 }
 
-    init() throws {
+    /// `arguments` are added to Chromium's own (`--host-resolver-rules=...`, say).
+    init(arguments: [String] = []) throws {
         guard let toBrowser = closeOnExecPipe(), let fromBrowser = closeOnExecPipe() else {
             throw Failure(description: "no pipe: \(String(cString: strerror(errno)))")
         }
@@ -33,8 +36,8 @@ final class HeadlessBrowser: @unchecked Sendable {
         do {
             pid = try spawnProcess(Self.executable, arguments: [
                 "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-                "--remote-debugging-pipe", "--user-data-dir=\(profile)", "--window-size=1000,1300", "about:blank",
-            ], descriptors: [
+                "--remote-debugging-pipe", "--user-data-dir=\(profile)", "--window-size=1000,1300",
+            ] + arguments + ["about:blank"], descriptors: [
                 .open("/dev/null", flags: O_RDONLY, as: 0), .open("/dev/null", flags: O_WRONLY, as: 1),
                 .open("/dev/null", flags: O_WRONLY, as: 2),
                 .duplicate(toBrowser.readEnd, as: 3), .duplicate(fromBrowser.writeEnd, as: 4),
@@ -70,7 +73,10 @@ final class HeadlessBrowser: @unchecked Sendable {
         }
         while true {
             let reply = try nextMessage()
-            guard reply["id"] as? Int == nextID else { continue }  // events and others' replies
+            guard reply["id"] as? Int == nextID else {  // events and others' replies
+                if reply["method"] != nil { events.append(reply) }
+                continue
+            }
             if let error = reply["error"] as? [String: Any] { throw Failure(description: "\(method): \(error)") }
             return reply["result"] as? [String: Any] ?? [:]
         }
