@@ -13,7 +13,7 @@ import Testing
 
     static func fixture(_ handler: String, _ body: String) async throws -> RuntimeFixture {
         try await RuntimeFixture(scripts: ["venue": venue("Venue", handlers: [handler: body])],
-                                 configuration: .init(commandDeadline: .seconds(5), secrets: secrets))
+                                 configuration: .init(policy: .init(commandDeadline: .seconds(5)), secrets: secrets))
     }
 
     /// Nothing leaves the machine: each is refused before any name is resolved.
@@ -61,7 +61,7 @@ import Testing
             assert(cmd:has_secret("password") and cmd:has_secret("room") and not cmd:has_secret("voucher"))
             return cmd:secret('password') and 'high'
             """)],
-                                               configuration: .init(commandDeadline: .seconds(5), secrets: Self.secrets))
+                                               configuration: .init(policy: .init(commandDeadline: .seconds(5)), secrets: Self.secrets))
         defer { fixture.engine.shutdown() }
         #expect(await fixture.runtime.join(guest) == .authenticated)
         let evaluated = try #require(fixture.events.commands(.evaluate).first)
@@ -85,7 +85,7 @@ import Testing
             local found = pcall(cmd.secret, cmd, "voucher")
             log.info(found and "other network's" or "not another network's")
             return "success"
-            """])], configuration: .init(commandDeadline: .seconds(5), secrets: Self.secrets))
+            """])], configuration: .init(policy: .init(commandDeadline: .seconds(5)), secrets: Self.secrets))
         defer { fixture.engine.shutdown() }
         #expect(await fixture.runtime.join(guest) == .authenticated)
         #expect(fixture.events.logs.filter { $0.command == .authenticate }.map(\.message) == ["own", "network", "not another network's"])
