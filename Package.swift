@@ -285,6 +285,6 @@ let package = Package(
         .testTarget(name: "ServiceIntegrationTests", dependencies: ["ServiceIntegration", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotMetricsTests", dependencies: ["HotspotMetrics", "HotspotCore"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotCoreTests", dependencies: ["HotspotCore", "TestSupport", "Locking"], swiftSettings: swiftSettings),
-        .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "TestSupport", "Locking", "lua-sandbox-worker", "sandbox-demo"], swiftSettings: swiftSettings),
+        .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "CLuaSandbox", "TestSupport", "Locking", "lua-sandbox-worker", "sandbox-demo"], swiftSettings: swiftSettings),
     ]
 )
