@@ -278,6 +278,7 @@ let package = Package(
         .testTarget(name: "PackageLayoutTests", dependencies: ["TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "CLibraryLoadingTests", dependencies: ["CLibraryLoading"], swiftSettings: swiftSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: swiftSettings),
+        .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LinuxFilesTests", dependencies: ["LinuxFiles", "TestSupport", "Locking"], swiftSettings: swiftSettings),
         .testTarget(name: "DBusClientTests", dependencies: ["DBusClient", "TestSupport", "Locking"], swiftSettings: swiftSettings),
         .testTarget(name: "NetworkSourcesTests", dependencies: ["NetworkSources", "DBusClient", "HotspotCore", "TestSupport"], swiftSettings: swiftSettings),
