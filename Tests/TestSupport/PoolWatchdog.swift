@@ -74,8 +74,9 @@ public enum PoolWatchdog {
         guard state.stalledSince == nil else { return nil }
         state.stalledSince = state.lastProbeRun
         let suspects = state.seen.filter { $0.value >= state.lastProbeRun - stallLimit }.keys.sorted()
-        return "pool watchdog: Swift concurrency's threads have run nothing for \(idle): a test blocks them "
-            + "(a wait, a process or a socket on one of them rather than on a thread of its own). Tests running: "
+        return "pool watchdog: Swift concurrency's threads have run no probe for \(idle): a test blocks them "
+            + "(a wait, a process, a socket or seconds of CPU on one of them rather than on a thread of its own), "
+            + "or the machine gives them too little CPU. Tests running: "
             + (suspects.isEmpty ? "none that called the test support" : suspects.joined(separator: ", "))
     }
 }

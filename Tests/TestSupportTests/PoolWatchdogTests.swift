@@ -18,7 +18,7 @@ import TestSupport
             exit(0)
         })
         let errors = String(decoding: result.standardErrorContent, as: UTF8.self)
-        #expect(errors.contains("pool watchdog: Swift concurrency's threads have run nothing for"), "\(errors)")
+        #expect(errors.contains("pool watchdog: Swift concurrency's threads have run no probe for"), "\(errors)")
         #expect(errors.contains("a test blocks them"), "\(errors)")
     }
 }
