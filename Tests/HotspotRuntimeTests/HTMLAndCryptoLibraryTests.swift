@@ -217,7 +217,7 @@ extension ScriptLibraryTests {
     }
 
     /// The parser stops nesting 256 levels deep; everything else is linear in the page.
-    @Test(arguments: [
+    @Test(.serialized, arguments: [  // one at a time, each on a thread of its own: eight at once would share two cores
         "return html.forms(('<div>'):rep(100000) .. '<form><input name=a></form>', 'http://a/')",
         "return html.text(('<div>'):rep(100000) .. 'deep')",
         "return html.forms('<div>' .. ('<div><form><input>'):rep(50000) .. ('</span>'):rep(200000), 'http://a/')",

@@ -254,7 +254,7 @@ extension ScriptLibraryTests {
         #expect(try run("local n = 0 for _ in pairs(wispr.parse(\(manyElements)).elements) do n = n + 1 end return n") == [256])
     }
 
-    @Test(arguments: [
+    @Test(.serialized, arguments: [  // one at a time, each on a thread of its own
         "return wispr.parse('<WISPAccessGatewayParam><R><LoginURL>' .. ('&'):rep(500000) .. '</LoginURL></R></WISPAccessGatewayParam>')",
         "return wispr.parse('<WISPAccessGatewayParam>' .. ('<a>'):rep(100000))",
         "return wispr.parse(('<!-- <WISPAccessGatewayParamX> -->'):rep(30000))",
