@@ -15,7 +15,7 @@ struct LinkSourceTests {
         """
 
     @Test(.enabled(if: TwoNetworks.unavailableReason == nil, "needs root and network namespaces"))
-    func aLinkDownForOneSecondIsALeaveAndAJoin() async throws {
+    func aLinkDownIsALeaveAndUpAgainAJoin() async throws {
         let namespace = "hh\(getpid() % 100_000)f"
         #expect(try shellStatus("ip netns add \(namespace) && ip -n \(namespace) link add flap0 type veth peer name flap1 "
                                       + "&& ip -n \(namespace) link set flap1 up && ip -n \(namespace) link set flap0 up") == 0)
