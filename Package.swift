@@ -287,6 +287,7 @@ let package = Package(
         .testTarget(name: "CLibraryLoadingTests", dependencies: ["CLibraryLoading"], swiftSettings: swiftSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: swiftSettings),
         .testTarget(name: "PortalRecordingTests", dependencies: ["PortalRecording", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LinuxFilesTests", dependencies: ["LinuxFiles", "TestSupport", "Locking"], swiftSettings: swiftSettings),
         .testTarget(name: "DBusClientTests", dependencies: ["DBusClient", "TestSupport", "Locking"], swiftSettings: swiftSettings),
         .testTarget(name: "NetworkSourcesTests", dependencies: ["NetworkSources", "DBusClient", "HotspotCore", "TestSupport"], swiftSettings: swiftSettings),
@@ -294,6 +295,6 @@ let package = Package(
         .testTarget(name: "ServiceIntegrationTests", dependencies: ["ServiceIntegration", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotMetricsTests", dependencies: ["HotspotMetrics", "HotspotCore"], swiftSettings: swiftSettings),
         .testTarget(name: "HotspotCoreTests", dependencies: ["HotspotCore", "TestSupport", "Locking"], swiftSettings: swiftSettings),
-        .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "TestSupport", "Locking", "lua-sandbox-worker", "sandbox-demo"], swiftSettings: swiftSettings),
+        .testTarget(name: "LuaSandboxTests", dependencies: ["LuaSandbox", "CLuaSandbox", "TestSupport", "Locking", "lua-sandbox-worker", "sandbox-demo"], swiftSettings: swiftSettings),
     ]
 )

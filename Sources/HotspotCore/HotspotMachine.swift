@@ -80,7 +80,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
     nonisolated let checks: any NetworkChecks
     nonisolated let clock: any HotspotClock
     package nonisolated let emit: @Sendable (HotspotEvent) -> Void
-    private var sessions: [String: Session] = [:]
+    private var sessions = SessionsBySSID<Session>()
     private var joinCount = 0
     /// One alarm for every session's maintain or retry: it sleeps until the earliest, so
     /// scheduling a later one (each maintain does) starts no task and wakes nothing.
@@ -122,7 +122,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
     public func replaceHelpers(_ newHelpers: [Helper]) {
         helpers = newHelpers
         transport.helpersReplaced(by: newHelpers)
-        for (ssid, session) in sessions {
+        for (ssid, session) in sessions.all {
             guard let id = session.helper, !newHelpers.contains(where: { $0.id == id }) else { continue }
             log(ssid, .warn, "the helper \(id) of \(ssid) was removed; \(ssid) is evaluated again at its next maintain")
         }
@@ -457,7 +457,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
             }
         }
         guard !enabled else { return }
-        for (network, session) in sessions where session.helper == id && (ssid == nil || ssid == network) {
+        for (network, session) in sessions.all where session.helper == id && (ssid.map { $0.utf8.elementsEqual(network.utf8) } ?? true) {
             stopWaitingForAPerson(network, because: "its helper \(id) was switched off; join it to evaluate it again")
         }
     }
@@ -467,7 +467,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
     /// No maintain or retry runs after this (the daemon is stopping).
     public func stopTimers() {
         timersStopped = true
-        for ssid in sessions.keys { clearTimer(ssid) }
+        for ssid in sessions.ssids { clearTimer(ssid) }
         alarm?.cancel()
         alarmSleep?.task.cancel()
     }
@@ -532,7 +532,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
 
     /// A sleep until the earliest maintain or retry; nil (and the alarm ends) when none is due.
     private func nextAlarmSleep() -> Task<Void, Never>? {
-        guard !timersStopped, let earliest = sessions.values.compactMap({ $0.due?.at }).min() else {
+        guard !timersStopped, let earliest = sessions.allValues.compactMap({ $0.due?.at }).min() else {
             alarm = nil
             alarmSleep = nil
             return nil
@@ -544,7 +544,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
 
     private func fireDueTimers() {
         let now = clock.now
-        for (ssid, session) in sessions {
+        for (ssid, session) in sessions.all {
             guard let due = session.due, due.at <= now else { continue }
             sessions[ssid]?.due = nil
             // A task of its own per firing, which nothing cancels: its commands run to their end.
@@ -570,7 +570,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
     }
 
     /// When the earliest maintain or retry is due, if any (for tests).
-    var nextDue: Duration? { sessions.values.compactMap { $0.due?.at }.min() }
+    var nextDue: Duration? { sessions.allValues.compactMap { $0.due?.at }.min() }
 
     // MARK: commands
 

@@ -41,6 +41,20 @@ extension String {
         return (escaping(bytes, backslash: true), true)
     }
 
+    /// Why `ssid` cannot name a Wi-Fi network, or nil: 802.11 gives an SSID 1 to 32 bytes,
+    /// and a NUL would end it early wherever it becomes a C string (NetworkManager, wpa_supplicant).
+    package static func ssidProblem(_ ssid: String) -> String? {
+        let bytes = ssid.utf8.count
+        let shown = ssid.escapingControlCharacters()
+        if !(1...32).contains(bytes) {
+            return "the SSID \"\(shown)\" is \(bytes) bytes; a Wi-Fi network's name has 1 to 32 (UTF-8): give it as the network broadcasts it"
+        }
+        if ssid.utf8.contains(0) {
+            return "the SSID \"\(shown)\" holds a NUL byte, which no Wi-Fi network's name can: give it as the network broadcasts it"
+        }
+        return nil
+    }
+
     /// The text with every control character (C0, DEL, C1: escape sequences, carriage
     /// returns, newlines, NULs) written `\xHH`, for a terminal, a table or a log line. Every
     /// text output applies it to what came from outside (portals' URLs and pages, SSIDs,

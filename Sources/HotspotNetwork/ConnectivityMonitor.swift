@@ -1,3 +1,4 @@
+public import HotspotCore
 import Locking
 
 /// Watches one network's connectivity: checks it after a short settle delay, then every
@@ -30,6 +31,8 @@ public final class ConnectivityMonitor: Sendable {
     public let binding: NetworkBinding
     private let link: NetworkLink
     private let findPortalURL: PortalURLFinder?
+    /// What the pauses between checks sleep on.
+    private let clock: any HotspotClock
     /// The pause in progress, which `recheck()` cuts short, and whether one was asked for
     /// while a check ran.
     private let waiting = PlainLock(Waiting())
@@ -40,8 +43,9 @@ public final class ConnectivityMonitor: Sendable {
     }
 
     public init(binding: NetworkBinding, settings: Settings = Settings(), link: NetworkLink = .system,
-                findPortalURL: PortalURLFinder? = nil) {
+                findPortalURL: PortalURLFinder? = nil, clock: any HotspotClock = SystemClock()) {
         self.binding = binding
+        self.clock = clock
         self.settings = settings
         self.link = link
         self.findPortalURL = findPortalURL
@@ -89,8 +93,9 @@ public final class ConnectivityMonitor: Sendable {
 
     /// Sleeps for `duration` (nil: until asked), unless a recheck was asked meanwhile.
     private func pause(_ duration: Duration?) async {
+        let clock = clock
         let pause = Task<Void, Never> {
-            try? await Task.sleep(for: duration ?? .seconds(365 * 86_400))
+            try? await clock.sleep(until: clock.now + (duration ?? .seconds(365 * 86_400)))
         }
         let asked = waiting.withLock { state -> Bool in
             defer { state.recheckAsked = false }

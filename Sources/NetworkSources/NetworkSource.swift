@@ -115,7 +115,7 @@ public enum NetworkSourceArgument: Sendable, Hashable, CustomStringConvertible {
             guard !parts[1].isEmpty, if_nametoindex(parts[1]) != 0 else {
                 throw NetworkSourceError("no network interface called \"\(parts[1])\" (see `ip link`)")
             }
-            guard (1...32).contains(parts[2].utf8.count) else { throw NetworkSourceError("the SSID must be 1 to 32 bytes") }
+            if let problem = String.ssidProblem(parts[2]) { throw NetworkSourceError(problem) }
             return .interface(parts[1], ssid: parts[2])
         default:
             throw NetworkSourceError("expected interface:IFACE:SSID (such as interface:wlan0:Aroma-Guest), networkmanager[:IFACE], "

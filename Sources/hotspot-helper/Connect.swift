@@ -83,6 +83,7 @@ struct Connect: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...1).contains(signal) else { throw ValidationError("--signal must be between 0.0 and 1.0, not \(signal)") }
+        if let problem = String.ssidProblem(ssid) { throw ValidationError("--ssid: \(problem)") }
     }
 
     func run() async throws {

@@ -170,12 +170,12 @@ struct Run: AsyncParsableCommand {
         if let controlGroup, ControlServer.groupID(named: controlGroup) == nil {
             throw ValidationError("--control-group: no group called \"\(controlGroup)\" (see /etc/group; `groupadd \(controlGroup)` makes one)")
         }
-        var ssids: Set<String> = []
+        var ssids: Set<[UInt8]> = []  // bytes: NFC and NFD forms of one name are two SSIDs
         var interfaces: Set<String> = []
         for source in sources {
             switch source {
             case .interface(let interface, let ssid):
-                guard ssids.insert(ssid).inserted else { throw ValidationError("--source: the SSID \(ssid) is given twice") }
+                guard ssids.insert(Array(ssid.utf8)).inserted else { throw ValidationError("--source: the SSID \(ssid) is given twice") }
                 guard interfaces.insert(interface).inserted else { throw ValidationError("--source: the interface \(interface) is given twice") }
             case .networkManager, .networkd, .connman:
                 let interface = source.managedInterface

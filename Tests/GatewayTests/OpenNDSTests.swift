@@ -104,10 +104,8 @@ final class OpenNDSTestbed: @unchecked Sendable {  // set up in init, torn down 
     }
 
     private static func wait(_ what: String, within limit: Duration, _ condition: () -> Bool) throws {
-        let end = ContinuousClock.now + limit
-        while !condition() {
-            guard ContinuousClock.now < end else { throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "gave up waiting: \(what)"]) }
-            usleep(50_000)
+        guard holdsBlocking(within: limit, condition) else {
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "gave up waiting: \(what)"])
         }
     }
 
@@ -180,7 +178,7 @@ struct OpenNDSTests {
             try await expectHeld(testbed)
             let run = try await connect(testbed, scripts: scripts, ssid: "openNDS")
             #expect(run.status == 0, "\(run.output)\(run.errors)")
-            #expect(run.events.contains { ($0["message"] as? String)?.contains("http://status.client is plain HTTP") == true }, "\(run.output)")
+            #expect(run.events.contains { $0.message?.contains("http://status.client is plain HTTP") == true }, "\(run.output)")
             #expect(run.linesWithoutTime.last
                     == #"{"event":"done","network":"openNDS","state":"authenticated","helper":"capport"}"#, "\(run.output)")
             try await expectLetThrough(testbed)

@@ -33,22 +33,22 @@ let aroma = """
         let lines = run.linesWithoutTime
         #expect(lines.count == run.events.count)  // JSON and nothing else
         #expect(lines.first == #"{"event":"state","network":"Aroma-Guest","from":"inactive","to":"evaluating","helper":null}"#)
-        let evaluate = try #require(run.events.first { $0["command"] as? String == "evaluate" })
-        #expect(Set(evaluate.keys) == ["event", "command", "helper", "network", "result", "confidence", "ms", "error", "time"])
+        let evaluate = try #require(run.events.first { $0.command == "evaluate" })
+        #expect(evaluate.keys == ["event", "command", "helper", "network", "result", "confidence", "ms", "error", "time"])
         // Every event says when it was written: RFC 3339 in UTC with milliseconds, last.
         let now = Date()
         let format = ISO8601DateFormatter()
         format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         for event in run.events {
-            let time = try #require(event["time"] as? String)
+            let time = try #require(event.time)
             #expect(time.count == 24 && time.hasSuffix("Z") && time.dropFirst(19).hasPrefix("."), "\(time)")
             let parsed = try #require(format.date(from: time), "\(time)")
             #expect(abs(parsed.timeIntervalSince(now)) < 60)
         }
         #expect(run.output.split(separator: "\n").allSatisfy { $0.hasSuffix("Z\"}") })
-        #expect(evaluate["helper"] as? String == "aroma")
-        #expect(evaluate["confidence"] as? String == "high")
-        #expect(evaluate["ms"] is Double || evaluate["ms"] is Int)
+        #expect(evaluate.helper == "aroma")
+        #expect(evaluate.confidence == "high")
+        #expect(evaluate.ms != nil)
         #expect(lines.last == #"{"event":"done","network":"Aroma-Guest","state":"authenticated","helper":"aroma"}"#)
     }
 
@@ -71,7 +71,7 @@ let aroma = """
         #expect(try await CLI.run(arguments).status == 0)
         let second = try await CLI.run(arguments)
         #expect(second.status == 0)
-        let commands = second.events.compactMap { $0["command"] as? String }
+        let commands = second.events.compactMap { $0.command }
         #expect(commands == ["maintain"])
         let store = try String(contentsOfFile: state + "/store/aroma.json", encoding: .utf8)
         #expect(store.contains(#""just_joined" : "true""#))
@@ -97,6 +97,14 @@ let aroma = """
         let usage = try await CLI.run(["connect", "--scripts", scripts, "--signal", "3"])
         #expect(usage.status == 2)
         #expect(usage.errors.contains("--signal must be between 0.0 and 1.0"))
+        // 33 bytes in 11 characters: an SSID is bytes, and 802.11 gives it at most 32.
+        let long = try await CLI.run(["connect", "--scripts", scripts, "--ssid", String(repeating: "€", count: 11)])
+        #expect(long.status == 2)
+        #expect(long.errors.contains("--ssid: the SSID \"\(String(repeating: "€", count: 11))\" is 33 bytes; a Wi-Fi network's name has 1 to 32"),
+                "\(long.errors)")
+        let empty = try await CLI.run(["connect", "--scripts", scripts, "--ssid", ""])
+        #expect(empty.status == 2)
+        #expect(empty.errors.contains("--ssid: the SSID \"\" is 0 bytes"), "\(empty.errors)")
         let missing = try await CLI.run(["connect", "--scripts", "/nonexistent/scripts"])
         #expect(missing.status == 2)
         #expect(missing.errors.contains("/nonexistent/scripts: no such file or directory"))
@@ -134,7 +142,7 @@ let aroma = """
         #expect((try JSONSerialization.jsonObject(with: stateFile) as? [String: Any])?["chosenHelpers"] != nil)
         let next = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Aroma-Guest", "--state-dir", state, "--json"])
         #expect(next.status == 0)
-        #expect(next.events.compactMap { $0["command"] as? String } == ["maintain"])
+        #expect(next.events.compactMap { $0.command } == ["maintain"])
         #expect((Self.maintainedCount(in: state) ?? 0) == atKill + 1)
     }
 

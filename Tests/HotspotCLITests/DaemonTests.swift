@@ -43,12 +43,12 @@ struct DaemonTests {
         try await Venue(.clickThrough, script: "aroma.lua", ssid: "Aroma-Guest", portalHost: "portal.aroma.example")
     }
 
-    static func isState(_ to: String, _ network: String = "Aroma-Guest") -> ([String: Any]) -> Bool {
-        { $0["event"] as? String == "state" && $0["to"] as? String == to && $0["network"] as? String == network }
+    static func isState(_ to: String, _ network: String = "Aroma-Guest") -> (EventLine) -> Bool {
+        { $0.event == "state" && $0.to == to && $0.network == network }
     }
 
-    static func isCommand(_ command: String, _ result: String = "success") -> ([String: Any]) -> Bool {
-        { $0["event"] as? String == "command" && $0["command"] as? String == command && $0["result"] as? String == result }
+    static func isCommand(_ command: String, _ result: String = "success") -> (EventLine) -> Bool {
+        { $0.event == "command" && $0.command == command && $0.result == result }
     }
 
     @Test func joinsMaintainsReloadsOnSIGHUPAndStopsCleanlyOnSIGTERM() async throws {
@@ -66,25 +66,25 @@ struct DaemonTests {
         let text = try String(contentsOfFile: script, encoding: .utf8)
         try text.replacingOccurrences(of: "\"Aroma Wi-Fi\"", with: "\"Aroma Wi-Fi 2\"").write(toFile: script, atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
-        let reload = try await daemon.waitForEvent { $0["event"] as? String == "reload" && $0["reason"] as? String == "SIGHUP" }
-        #expect(reload["reloaded"] as? [String] == ["aroma"])
+        let reload = try await daemon.waitForEvent { $0.event == "reload" && $0.reason == "SIGHUP" }
+        #expect(reload.reloaded == ["aroma"])
         let maintainsBefore = daemon.events.filter(Self.isCommand("maintain")).count
         try await daemon.waitForEvent(count: maintainsBefore + 1, Self.isCommand("maintain"))
         #expect(daemon.events.filter(Self.isCommand("evaluate")).count == 1,
-                "a reload does not evaluate again; the commands: \(daemon.events.filter { $0["event"] as? String != "connectivity" })")
+                "a reload does not evaluate again; the commands: \(daemon.events.filter { $0.event != "connectivity" })")
 
         // A version that does not load: reported with its line, the last good one runs on.
         try "return {\n  name = \n".write(toFile: script, atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
-        let broken = try await daemon.waitForEvent(count: 2) { $0["event"] as? String == "reload" && $0["reason"] as? String == "SIGHUP" }
-        #expect((broken["problems"] as? [String])?.first?.contains("aroma.lua:3:") == true)
+        let broken = try await daemon.waitForEvent(count: 2) { $0.event == "reload" && $0.reason == "SIGHUP" }
+        #expect(broken.problems?.first?.contains("aroma.lua:3:") == true)
         let maintainsAfter = daemon.events.filter(Self.isCommand("maintain")).count
         try await daemon.waitForEvent(count: maintainsAfter + 1, Self.isCommand("maintain"))
 
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
         #expect(!FileManager.default.fileExists(atPath: socket), "the control socket is removed on a clean stop")
-        #expect(daemon.events.last?["message"] as? String == "stopping on SIGTERM")
+        #expect(daemon.events.last?.message == "stopping on SIGTERM")
         let saved = try String(contentsOfFile: venue.state + "/state.json", encoding: .utf8)
         #expect(saved.contains("\"Aroma-Guest\" : \"aroma\""))
     }
@@ -102,7 +102,7 @@ struct DaemonTests {
         for stop in [SIGKILL, SIGTERM] {
             let next = try RunningCLI(venue.arguments())
             try await next.waitForEvent(Self.isState("authenticated"))
-            let commands = next.events.compactMap { $0["command"] as? String }
+            let commands = next.events.compactMap { $0.command }
             #expect(commands == ["maintain"], "the cached helper maintains; nothing is evaluated")
             next.signal(stop)
             let status = try await next.waitForExit()
@@ -117,15 +117,15 @@ struct DaemonTests {
         let daemon = try RunningCLI(venue.arguments(["--watch"]))
         try await daemon.waitForEvent(Self.isState("authenticated"))
         try "return {\n  name = 'Broken', hosts = {},\n  evaluate = 3,\n}\n".write(toFile: venue.scripts + "/broken.lua", atomically: true, encoding: .utf8)
-        let broken = try await daemon.waitForEvent { $0["event"] as? String == "reload" && $0["reason"] as? String == "changed on disk" }
-        #expect((broken["problems"] as? [String]) == ["\(venue.scripts)/broken.lua:3: the handler `evaluate` must be a function, not a number"])
+        let broken = try await daemon.waitForEvent { $0.event == "reload" && $0.reason == "changed on disk" }
+        #expect((broken.problems) == ["\(venue.scripts)/broken.lua:3: the handler `evaluate` must be a function, not a number"])
         try "return { name = 'Other', hosts = {}, evaluate = function() return 'none' end }\n"
             .write(toFile: venue.scripts + "/broken.lua", atomically: true, encoding: .utf8)
-        let fixed = try await daemon.waitForEvent(count: 2) { $0["event"] as? String == "reload" && $0["reason"] as? String == "changed on disk" }
-        #expect(fixed["added"] as? [String] == ["broken"])
+        let fixed = try await daemon.waitForEvent(count: 2) { $0.event == "reload" && $0.reason == "changed on disk" }
+        #expect(fixed.added == ["broken"])
         try FileManager.default.removeItem(atPath: venue.scripts + "/broken.lua")
-        let removed = try await daemon.waitForEvent(count: 3) { $0["event"] as? String == "reload" && $0["reason"] as? String == "changed on disk" }
-        #expect(removed["removed"] as? [String] == ["broken"])
+        let removed = try await daemon.waitForEvent(count: 3) { $0.event == "reload" && $0.reason == "changed on disk" }
+        #expect(removed.removed == ["broken"])
         daemon.signal(SIGINT)
         #expect(try await daemon.waitForExit() == 0)
     }
@@ -340,8 +340,8 @@ struct DaemonTests {
                                      "--state-dir", state, "--probe-interval", "0", "--control-group", group,
                                      "--control-socket", privateDirectory + "/control.sock"])
         try await daemon.waitForEvent { event in
-            event["event"] as? String == "log"
-                && (event["message"] as? String)?.hasPrefix("the control group cannot reach the control socket: \(privateDirectory) is not the daemon's to change") == true
+            event.event == "log"
+                && event.message?.hasPrefix("the control group cannot reach the control socket: \(privateDirectory) is not the daemon's to change") == true
         }
         let after = try FileManager.default.attributesOfItem(atPath: privateDirectory)
         #expect(after[.posixPermissions] as? Int == 0o700)
@@ -367,32 +367,36 @@ struct DaemonTests {
         let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Spin-Venue",
                                      "--state-dir", state, "--probe-interval", "0"])
         try await daemon.waitForEvent(Self.isState("presenting_ui", "Spin-Venue"))
-        // A script's log lines come with its answer, so nothing shows the loop has started:
-        // each `ui` is given a moment (real time) to reach it.
-        let spinUp = Duration.milliseconds(500)
-        func isPresentUI(count: Int) async throws -> [String: Any] {
-            try await daemon.waitForEvent(count: count) { $0["event"] as? String == "command" && $0["command"] as? String == "present_ui" }
+        // A script's log lines come with its answer: the loop shows as the CPU time its worker
+        // burns (half a second of it, more than a worker takes to start).
+        func spinning(after ticks: Int) async throws {
+            try await eventually("present_ui spins in the worker", within: .seconds(20)) { Self.workerTicks(of: daemon) > ticks + 50 }
+        }
+        func isPresentUI(count: Int) async throws -> EventLine {
+            try await daemon.waitForEvent(count: count) { $0.event == "command" && $0.command == "present_ui" }
         }
 
         // A client that sends `ui` and hangs up.
         let client = try Self.connectedSocket(state + "/control.sock")
         let request = Array(#"{"command":"ui","network":"Spin-Venue","answers":{"who":"first"}}"#.utf8) + [10]
+        let idle = Self.workerTicks(of: daemon)
         #expect(write(client, request, request.count) == request.count)
-        try await Task.sleep(for: spinUp)
+        try await spinning(after: idle)
         close(client)
-        #expect(try await isPresentUI(count: 1)["error"] as? String == "cancelled")
-        try await daemon.waitForEvent { ($0["message"] as? String)?.contains("present_ui was cancelled; Spin-Venue still waits for a person") == true }
+        #expect(try await isPresentUI(count: 1).error == "cancelled")
+        try await daemon.waitForEvent { $0.message?.contains("present_ui was cancelled; Spin-Venue still waits for a person") == true }
 
         // The network still waits: a second `ui` runs, and `logoff` ends it.
+        let ticks = Self.workerTicks(of: daemon)
         let ui = Task { try await CLI.run(["ui", "Spin-Venue", "--answer", "who=second", "--state-dir", state]) }
-        try await Task.sleep(for: spinUp)
+        try await spinning(after: ticks)
         let logoff = try await CLI.run(["logoff", "Spin-Venue", "--state-dir", state])
         #expect(logoff.status == 0, "\(logoff.errors)")
         #expect(logoff.output.contains("Spin-Venue no longer waits for a person"), "\(logoff.output)")
         let answered = try await ui.value
         #expect(answered.status == 1)
         #expect(answered.errors.contains("Spin-Venue is inactive"), "\(answered.errors)")
-        #expect(try await isPresentUI(count: 2)["error"] as? String == "cancelled")
+        #expect(try await isPresentUI(count: 2).error == "cancelled")
 
         // The helper is free: joining again evaluates and authenticates with it at once.
         let joined = try await CLI.run(["join", "Spin-Venue", "--state-dir", state])
@@ -414,10 +418,11 @@ struct DaemonTests {
         let socket = venue.state + "/control.sock"
         let silent = try (0..<15).map { _ in try Self.connectedSocket(socket) }
         defer { silent.forEach { close($0) } }
-        try await Task.sleep(for: .milliseconds(300))  // real time: long enough for a thread per client to show
-        #expect(threads() < before + 5, "\(threads() - before) more threads with 15 silent clients")
-        let disable = try await venue.control(["disable", "--helper", "aroma"])  // the 16th connection
+        // The 16th connection, answered once the 15 before it were accepted: a thread for
+        // each of those would be there by then.
+        let disable = try await venue.control(["disable", "--helper", "aroma"])
         #expect(disable.status == 0, "\(disable.errors)")
+        #expect(threads() < before + 5, "\(threads() - before) more threads with 15 silent clients")
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }
@@ -444,7 +449,7 @@ struct DaemonTests {
         try await Task.sleep(for: .seconds(1))  // what follows a join settles: the worker's tidying, libcurl's loading
         let pid = idle.process.processIdentifier
         let before = Self.contextSwitches(of: pid)
-        try await Task.sleep(for: .seconds(5))
+        try await Task.sleep(for: .seconds(5))  // real time is the point: five seconds of idling
         // By thread: the counts of a thread that ended meanwhile (an idle pool's) go with it.
         let woke = Self.contextSwitches(of: pid).map { $0.value - (before[$0.key] ?? 0) }.reduce(0, +)
         #expect(woke < 3, "\(woke) context switches in 5 s of idling")
@@ -454,6 +459,21 @@ struct DaemonTests {
 
     /// The context switches so far of every thread of `pid` and of its child processes, by
     /// the thread's /proc path.
+    /// The CPU time (in clock ticks) the daemon's worker processes have used so far.
+    static func workerTicks(of daemon: RunningCLI) -> Int {
+        let pid = daemon.process.processIdentifier
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        let workers = Set(tasks.flatMap { task in
+            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "").split(separator: " ")
+        })
+        return workers.map { worker -> Int in
+            // After the command name in parentheses, utime and stime are the 12th and 13th fields.
+            let stat = (try? String(contentsOfFile: "/proc/\(worker)/stat", encoding: .utf8)) ?? ""
+            let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+            return fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
+        }.reduce(0, +)
+    }
+
     static func contextSwitches(of pid: Int32) -> [String: Int] {
         func threads(of pid: Int32) -> [String] {
             ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []).map { "/proc/\(pid)/task/\($0)" }
@@ -490,7 +510,7 @@ struct DaemonTests {
               name = "Slow",
               hosts = { "portal.example" },
               evaluate = function(cmd) return "high" end,
-              authenticate = function(cmd) sleep(60) return "success" end,
+              authenticate = function(cmd) sleep(60) return "success" end,  -- real time: longer than the test
             }
             """])
         let state = try CLI.temporaryDirectory()
@@ -498,7 +518,7 @@ struct DaemonTests {
                                      "--state-dir", state, "--deadline", "120", "--probe-interval", "0"])
         try await daemon.waitForEvent(Self.isState("authenticating", "Slow-Venue"))
         daemon.signal(SIGHUP)
-        try await daemon.waitForEvent { $0["event"] as? String == "reload" && $0["reason"] as? String == "SIGHUP" }
+        try await daemon.waitForEvent { $0.event == "reload" && $0.reason == "SIGHUP" }
         let stopping = ContinuousClock.now
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
@@ -564,9 +584,9 @@ struct DaemonTests {
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments(["--probe-interval", "0.3"]))
         try await daemon.waitForEvent(Self.isState("authenticated", "Grand-Hotel"))
-        try await daemon.waitForEvent { ($0["message"] as? String)?.contains("Grand-Hotel is captive again: maintaining now") == true }
+        try await daemon.waitForEvent { $0.message?.contains("Grand-Hotel is captive again: maintaining now") == true }
         try await daemon.waitForEvent(count: 2, Self.isState("authenticated", "Grand-Hotel"))
-        let connectivity = daemon.events.filter { $0["event"] as? String == "connectivity" }.compactMap { $0["verdict"] as? String }
+        let connectivity = daemon.events.filter { $0.event == "connectivity" }.compactMap { $0.verdict }
         #expect(connectivity.contains("captive"))
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
@@ -677,7 +697,7 @@ struct DaemonTests {
         try await daemon.waitForEvent(Self.isState("inactive"))
         #expect(try shellStatus("ip -n \(namespace) link set link0 up") == 0)
         try await daemon.waitForEvent(count: 2, Self.isState("authenticated"))
-        let commands = daemon.events.compactMap { $0["command"] as? String }
+        let commands = daemon.events.compactMap { $0.command }
         #expect(commands == ["evaluate", "authenticate", "maintain"])
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)

@@ -31,8 +31,8 @@ struct DemoTests {
         #expect(run.status == 0)
         let lines = run.output.split(separator: "\n")
         #expect(run.events.count == lines.count)
-        #expect(run.events.last?["event"] as? String == "demo")
-        #expect(run.events.last?["failed"] as? Int == 0)
+        #expect(run.events.last?.event == "demo")
+        #expect(run.events.last?.failed == 0)
     }
 
     /// The bundled helpers and the example venue scripts load without a problem.

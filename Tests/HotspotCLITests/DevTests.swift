@@ -12,16 +12,16 @@ struct DevTests {
         return path
     }
 
-    static func isDone(_ state: String = "authenticated") -> ([String: Any]) -> Bool {
-        { $0["event"] as? String == "done" && $0["state"] as? String == state }
+    static func isDone(_ state: String = "authenticated") -> (EventLine) -> Bool {
+        { $0.event == "done" && $0.state == state }
     }
 
     @Test func onceRunsTheWholeLifecycleAndExitsZero() async throws {
         let run = try await CLI.run(["dev", try Self.aromaCopy(), "--scenario", "click-through", "--ssid", "Aroma-Guest", "--once", "--json"])
         #expect(run.status == 0, "\(run.errors)")
         let commands = run.events.compactMap { event -> String? in
-            guard event["event"] as? String == "command" else { return nil }
-            return "\(event["command"]!) \(event["result"]!)"
+            guard event.event == "command" else { return nil }
+            return "\(event.command ?? "") \(event.result ?? "")"
         }
         #expect(commands == ["evaluate success", "authenticate success", "maintain success", "logoff success"])
         #expect(run.linesWithoutTime.last == #"{"event":"done","network":"Aroma-Guest","state":"authenticated","helper":"aroma"}"#)
@@ -44,25 +44,24 @@ struct DevTests {
         try await dev.waitForEvent(Self.isDone())
 
         try good.replacingOccurrences(of: "\"Aroma Wi-Fi\"", with: "\"Aroma Wi-Fi 2\"").write(toFile: script, atomically: true, encoding: .utf8)
-        let reloaded = try await dev.waitForEvent { $0["event"] as? String == "reload" && $0["reason"] as? String == "saved" }
-        #expect(reloaded["reloaded"] as? [String] == ["aroma"])
+        let reloaded = try await dev.waitForEvent { $0.event == "reload" && $0.reason == "saved" }
+        #expect(reloaded.reloaded == ["aroma"])
         try await dev.waitForEvent(count: 2, Self.isDone())
 
         // Written in place (truncated and written, not renamed over), as some editors do.
         let file = try #require(fopen(script, "w"))
         fputs("return {\n  name = \"Aroma\",\n  evaluate = function(cmd)\n    return \"high\"\n  end end,\n}\n", file)
         fclose(file)
-        let broken = try await dev.waitForEvent(count: 2) { $0["event"] as? String == "reload" && $0["reason"] as? String == "saved" }
-        #expect((broken["problems"] as? [String])?.first?.hasPrefix(script + ":5:") == true, "\(broken)")
-        // Real time is what is tested: nothing runs for a while after the broken save.
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(dev.events.filter(Self.isDone()).count == 2, "a broken save runs nothing")
+        let broken = try await dev.waitForEvent(count: 2) { $0.event == "reload" && $0.reason == "saved" }
+        #expect(broken.problems?.first?.hasPrefix(script + ":5:") == true, "\(broken)")
 
         try good.write(toFile: script, atomically: true, encoding: .utf8)
         try await dev.waitForEvent(count: 3, Self.isDone())
-        #expect(dev.events.filter { $0["command"] as? String == "evaluate" }.count == 3)
         dev.signal(SIGINT)
         #expect(try await dev.waitForExit() == 0)
+        // Counted once everything is written: a run after the broken save would be one more.
+        #expect(dev.events.filter(Self.isDone()).count == 3, "a broken save runs nothing")
+        #expect(dev.events.filter { $0.command == "evaluate" }.count == 3, "a broken save runs nothing")
     }
 
     @Test func aCommandLongerThanASecondShowsAProgressLine() async throws {

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Spawning
+import TestSupport
 
 /// A real headless Chromium, driven over the DevTools protocol on a pipe
 /// (`--remote-debugging-pipe`: JSON messages ending in NUL, written to its descriptor 3 and
@@ -114,13 +115,9 @@ final class HeadlessBrowser: @unchecked Sendable {
 
     /// Waits until `expression` is true in the page.
     func waitUntil(_ expression: String, within limit: Duration = .seconds(20)) throws {
-        let end = ContinuousClock.now + limit
-        while try evaluate(expression) as? Bool != true {
-            guard ContinuousClock.now < end else {
-                let text = (try? evaluate("document.body.innerText")) as? String ?? ""
-                throw Failure(description: "never true within \(limit): \(expression)\nthe page shows:\n\(text)")
-            }
-            usleep(50_000)
+        guard try holdsBlocking(within: limit, { try evaluate(expression) as? Bool == true }) else {
+            let text = (try? evaluate("document.body.innerText")) as? String ?? ""
+            throw Failure(description: "never true within \(limit): \(expression)\nthe page shows:\n\(text)")
         }
     }
 

@@ -91,7 +91,7 @@ struct InterfaceBindingTests {
     }
 
     func answer(_ run: CLI.Run) -> String? {
-        run.events.compactMap { $0["message"] as? String }.first { $0.hasPrefix("answer: ") }.map { String($0.dropFirst(8)) }
+        run.events.compactMap { $0.message }.first { $0.hasPrefix("answer: ") }.map { String($0.dropFirst(8)) }
     }
 
     @Test func aBoundRequestLeavesByItsInterfaceWhateverTheRoutesSay() async throws {

@@ -76,7 +76,7 @@ import TestSupport
                                      "--state-dir", state],
                                     environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(bus)"])
         try await daemon.waitForEvent { event in
-            event["event"] as? String == "log" && (event["message"] as? String)?.contains("NetworkManager cannot be followed") == true
+            event.event == "log" && event.message?.contains("NetworkManager cannot be followed") == true
         }
         let supervisor = daemon.process.processIdentifier
         let worker = try #require(try childProcesses(of: supervisor).first)
@@ -91,7 +91,7 @@ import TestSupport
         let state = try CLI.temporaryDirectory()
         let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Reading-Room",
                                      "--state-dir", state, "--probe-interval", "0"])
-        try await daemon.waitForEvent { $0["event"] as? String == "reload" }
+        try await daemon.waitForEvent { $0.event == "reload" }
         // No desktop: nothing to show notifications on.
         let web = try RunningCLI(["web", "--state-dir", state, "--no-open"],
                                  environment: ["DBUS_SESSION_BUS_ADDRESS": "", "XDG_RUNTIME_DIR": ""])

@@ -115,7 +115,7 @@ struct ManagerStandInTests {
         #expect(standIn.output.contains("RequestInput refused: net.connman.Agent.Error.Canceled no helper supplied a password for Wired"),
                 "\(standIn.output)")
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("ConnMan asked for a browser for /net/connman/service/unknown, which it did not list: refused"))
-        #expect(!daemon.events.contains { $0["event"] as? String == "state" }, "an idle service is no network")
+        #expect(!daemon.events.contains { $0.event == "state" }, "an idle service is no network")
         try await Self.stop(daemon)
         withExtendedLifetime(bus) {}
     }
@@ -198,7 +198,7 @@ struct ManagerStandInTests {
     ])
     func answersOfTheWrongShapeAreNamedAndSurvived(kind: String, source: String, warning: String) async throws {
         let (bus, standIn, daemon) = try await Self.start(kind, source: source)
-        try await daemon.waitForEvent { $0["level"] as? String == "warn" && ($0["message"] as? String)?.hasPrefix(warning) == true }
+        try await daemon.waitForEvent { $0.level == "warn" && $0.message?.hasPrefix(warning) == true }
         try await Self.stop(daemon)
         withExtendedLifetime((bus, standIn)) {}
     }

@@ -52,8 +52,8 @@ struct MetricsTests {
         let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Instant-Guest",
                                      "--state-dir", try CLI.temporaryDirectory(), "--control-socket", controlSocket,
                                      "--probe-interval", "0", "--metrics-listen", "127.0.0.1:0"])
-        let running = try await daemon.waitForEvent { ($0["message"] as? String)?.contains("metrics at http://") == true }
-        let message = try #require(running["message"] as? String)
+        let running = try await daemon.waitForEvent { $0.message?.contains("metrics at http://") == true }
+        let message = try #require(running.message)
         let metricsURL = String(message[message.range(of: "http://")!.lowerBound...])
         try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Instant-Guest"))
         // More commands: a logoff and a join, through the control socket.
@@ -62,8 +62,8 @@ struct MetricsTests {
         try await daemon.waitForEvent(count: 2, DaemonTests.isState("authenticated", "Instant-Guest"))
 
         var expected: [String: Int] = [:]
-        for event in daemon.events where event["event"] as? String == "command" {
-            expected["\(event["helper"]!) \(event["command"]!) \(event["result"]!)", default: 0] += 1
+        for event in daemon.events where event.event == "command" {
+            expected["\(event.helper ?? "") \(event.command ?? "") \(event.result ?? "")", default: 0] += 1
         }
         // The join after the logoff maintains the network with its chosen helper.
         #expect(expected == ["instant evaluate success": 1, "instant authenticate success": 1, "instant logoff success": 1,
@@ -94,19 +94,18 @@ struct MetricsTests {
         let prometheus = try RunningCLI(["--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/data",
                                          "--web.listen-address=127.0.0.1:\(port)"], executable: "/usr/bin/prometheus")
         var answered: [String: Int] = [:]
-        let end = ContinuousClock.now + .seconds(60)
-        while answered != expected, ContinuousClock.now < end {
-            try await Task.sleep(for: .milliseconds(500))
+        _ = try await holds(within: .seconds(60)) {
             // Prometheus takes a while to listen on a busy machine: refused connections are retried.
             guard let text = try await Self.fetch("http://127.0.0.1:\(port)/api/v1/query?query=hotspot_helper_commands_total"),
                   let reply = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-                  let results = (reply["data"] as? [String: Any])?["result"] as? [[String: Any]] else { continue }
+                  let results = (reply["data"] as? [String: Any])?["result"] as? [[String: Any]] else { return false }
             answered = [:]
             for result in results {
                 guard let labels = result["metric"] as? [String: String], let value = (result["value"] as? [Any])?.last as? String else { continue }
                 #expect(labels["job"] == "hotspot-helper")
                 answered["\(labels["helper"] ?? "") \(labels["command"] ?? "") \(labels["result"] ?? "")"] = Int(Double(value) ?? -1)
             }
+            return answered == expected
         }
         #expect(answered == expected, "Prometheus's answer; its log:\n\(prometheus.standardError.suffix(2000))")
         prometheus.signal(SIGTERM)

@@ -99,10 +99,8 @@ final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, tor
     }
 
     static func wait(_ what: String, _ condition: () -> Bool) throws {
-        let end = ContinuousClock.now + .seconds(20)
-        while !condition() {
-            guard ContinuousClock.now < end else { throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "gave up waiting: \(what)"]) }
-            usleep(20_000)
+        guard holdsBlocking(within: .seconds(20), condition) else {
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "gave up waiting: \(what)"])
         }
     }
 
@@ -126,8 +124,8 @@ final class NetworkManagerTestbed: @unchecked Sendable {  // set up in init, tor
 @Suite("run --source networkmanager, with a real NetworkManager", .serialized,
        .enabled(if: NetworkManagerTestbed.unavailableReason == nil, "\(NetworkManagerTestbed.unavailableReason ?? "")"))
 struct NetworkManagerTests {
-    static func isMessage(_ text: String) -> ([String: Any]) -> Bool {
-        { ($0["message"] as? String)?.contains(text) == true }
+    static func isMessage(_ text: String) -> (EventLine) -> Bool {
+        { $0.message?.contains(text) == true }
     }
 
     /// NetworkManager activates the venue's network: the daemon joins it (the connection's
@@ -152,7 +150,7 @@ struct NetworkManagerTests {
         // Option 114 reached the network: the runtime reads the API it names after the login.
         try await daemon.waitForEvent(Self.isMessage("the Captive Portal API at https://portal.example.test/api/captive"))
         // NetworkManager's own check, once it runs again, finds the network open.
-        try await daemon.waitForEvent { $0["event"] as? String == "connectivity" && $0["verdict"] as? String == "connected" && $0["helper"] is NSNull }
+        try await daemon.waitForEvent { $0.event == "connectivity" && $0.verdict == "connected" && $0.keys.contains("helper") && $0.helper == nil }
 
         let down = try await testbed.nmcli(["connection", "down", "Aroma-Guest"])
         #expect(down.status == 0, "\(down.errors)")
@@ -164,13 +162,13 @@ struct NetworkManagerTests {
         try await daemon.waitForEvent(count: 2, DaemonTests.isState("authenticated"))
         #expect(daemon.events.filter(DaemonTests.isCommand("maintain")).count == 1, "joined again: the cached helper maintains")
 
-        let statesBefore = daemon.events.filter { $0["event"] as? String == "state" }.count
+        let statesBefore = daemon.events.filter { $0.event == "state" }.count
         try await onOwnThread { testbed.stopNetworkManager() }
         try await daemon.waitForEvent(Self.isMessage("NetworkManager left the system bus; its networks stay as they were until it is back"))
         try testbed.startNetworkManager()
         try await daemon.waitForEvent(count: 2, Self.isMessage("NetworkManager is on the system bus: reading its devices"))
         try await Task.sleep(for: .seconds(3))  // longer than a device may be missing before its network is left
-        #expect(daemon.events.filter { $0["event"] as? String == "state" }.count == statesBefore,
+        #expect(daemon.events.filter { $0.event == "state" }.count == statesBefore,
                 "NetworkManager's restart is not a leave and a join: \(daemon.events.suffix(8))")
 
         // Followed again after the restart: a deactivation is still a leave.

@@ -92,7 +92,7 @@ final class MockNetworkManager: Sendable {
             NM = 'org.freedesktop.NetworkManager'
             for _ in range(1000):
                 if bus.name_has_owner(NM): break
-                time.sleep(0.01)
+                time.sleep(0.01)  # polls on real time: the mock tells no one it is on the bus
             mock = dbus.Interface(bus.get_object(NM, '/org/freedesktop/NetworkManager'), 'org.freedesktop.DBus.Mock')
             def unique_name_of(pid):
                 for name in bus.list_names():
@@ -171,8 +171,8 @@ struct NetworkManagerWiFiTests {
                               "--source", "networkmanager", "--state-dir", try CLI.temporaryDirectory()])
     }
 
-    static func isPrint(_ text: String) -> ([String: Any]) -> Bool {
-        { $0["level"] as? String == "print" && $0["message"] as? String == text }
+    static func isPrint(_ text: String) -> (EventLine) -> Bool {
+        { $0.level == "print" && $0.message == text }
     }
 
     @Test func wiFiFactsReachTheHelpersAndTheAgentGivesOnlyTheirPassword() async throws {

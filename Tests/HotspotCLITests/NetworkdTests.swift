@@ -46,13 +46,13 @@ struct NetworkdTests {
         try await daemon.waitForEvent(count: 2, DaemonTests.isState("authenticated"))
         #expect(daemon.events.filter(DaemonTests.isCommand("maintain")).count == 1, "joined again: the cached helper maintains")
 
-        let statesBefore = daemon.events.filter { $0["event"] as? String == "state" }.count
+        let statesBefore = daemon.events.filter { $0.event == "state" }.count
         try await onOwnThread { testbed.stopManager() }
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("systemd-networkd left the system bus; its networks stay as they were until it is back"))
         try await onOwnThread { try testbed.startManager() }
         try await daemon.waitForEvent(count: 2, NetworkManagerTests.isMessage("systemd-networkd is on the system bus: reading its links"))
         try await Task.sleep(for: .seconds(3))  // longer than a link may be missing before its network is left
-        #expect(daemon.events.filter { $0["event"] as? String == "state" }.count == statesBefore,
+        #expect(daemon.events.filter { $0.event == "state" }.count == statesBefore,
                 "networkd's restart is not a leave and a join: \(daemon.events.suffix(8))")
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)

@@ -56,7 +56,7 @@ struct ProbeTests {
         #expect(login.output == "200")
         let open = try await CLI.run(["probe", "--url", probeURL, "--json"])
         #expect(open.status == 0)
-        #expect(open.events.first?["state"] as? String == "connected")
+        #expect(open.events.first?.state == "connected")
     }
 
     /// On a WISPr gateway's page the portal is its LoginURL, as `cmd:probe()` says, not the
@@ -65,7 +65,7 @@ struct ProbeTests {
         let simulator = try await onOwnThread { try SimulatorProcess(scenario: "wispr") }
         let captive = try await CLI.run(["probe", "--url", simulator.url + "generate_204", "--json"])
         #expect(captive.status == 1)
-        #expect(captive.events.first?["portal_url_source"] as? String == "wispr", "\(captive.output)")
+        #expect(captive.events.first?.portalURLSource == "wispr", "\(captive.output)")
     }
 
     @Test func watchPrintsEveryChange() async throws {
@@ -90,18 +90,16 @@ struct ProbeTests {
             }
             return text
         }
-        let states = seen.split(separator: "\n").compactMap {
-            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
-        }.compactMap { $0["state"] as? String }
+        let states = EventLine.lines(in: seen).compactMap(\.state)
         #expect(states == ["determining", "captive", "connected"])
     }
 
     @Test func nothingAnsweringOverALinkThatIsUpIsConnectedWithoutInternet() async throws {
         let run = try await CLI.run(["probe", "--interface", "lo", "--url", "http://127.0.0.1:1/generate_204", "--json"])
         #expect(run.status == 1)
-        #expect(run.events.first?["state"] as? String == "connected_without_internet")
-        #expect(run.events.first?["interface_kind"] as? String == "loopback")
-        let details = run.events.first?["details"] as? [String] ?? []
+        #expect(run.events.first?.state == "connected_without_internet")
+        #expect(run.events.first?.interfaceKind == "loopback")
+        let details = run.events.first?.details ?? []
         #expect(details.first?.contains("connect: 127.0.0.1: Connection refused") == true)
     }
 

@@ -49,22 +49,19 @@ final class RunningCLI: Sendable {
     var standardError: String { captured.errors.withLock { $0 } }
 
     /// The JSON lines written so far, decoded.
-    var events: [[String: Any]] {
-        standardOutput.split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
-    }
+    var events: [EventLine] { EventLine.lines(in: standardOutput) }
 
     /// Waits until `count` events match (the count includes those already there), and
     /// returns the last that did; fails the test with what was written if none comes.
     @discardableResult
     func waitForEvent(count: Int = 1, timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
-                      _ matches: ([String: Any]) -> Bool) async throws -> [String: Any] {
-        let end = ContinuousClock.now + timeout
-        while ContinuousClock.now < end {
-            let found = events.filter(matches)
-            if found.count >= count { return found[count - 1] }
-            try await Task.sleep(for: .milliseconds(20))
+                      _ matches: (EventLine) -> Bool) async throws -> EventLine {
+        var found: [EventLine] = []
+        if try await holds(within: timeout, {
+            found = events.filter(matches)
+            return found.count >= count
+        }) {
+            return found[count - 1]
         }
         Issue.record("no such event within \(timeout); output:\n\(standardOutput)\nerrors:\n\(standardError)", sourceLocation: sourceLocation)
         throw CancellationError()
@@ -77,16 +74,12 @@ final class RunningCLI: Sendable {
     /// Waits for the process to end (both pipes closed) and returns its exit status; nil
     /// when it is still running after `timeout` (it is killed then).
     func waitForExit(timeout: Duration = .seconds(10)) async throws -> Int32? {
-        let end = ContinuousClock.now + timeout
-        while ContinuousClock.now < end {
-            if captured.closedPipes.withLock({ $0 }) == 2 {
-                let process = self.process
-                return try await onOwnThread {
-                    process.waitUntilExit()
-                    return process.terminationStatus
-                }
+        if try await holds(within: timeout, { captured.closedPipes.withLock { $0 } == 2 }) {
+            let process = self.process
+            return try await onOwnThread {
+                process.waitUntilExit()
+                return process.terminationStatus
             }
-            try await Task.sleep(for: .milliseconds(20))
         }
         signal(SIGKILL)
         return nil

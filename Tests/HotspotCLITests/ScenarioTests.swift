@@ -33,7 +33,7 @@ struct ScenarioCase: Sendable, CustomTestStringConvertible {
 /// A finished `dev --json` run, read event by event.
 struct DevRun {
     let run: CLI.Run
-    let events: [[String: Any]]
+    let events: [EventLine]
 
     init(_ run: CLI.Run) {
         self.run = run
@@ -42,24 +42,24 @@ struct DevRun {
 
     /// `command result` of each command, in order.
     var commands: [String] {
-        events.filter { $0["event"] as? String == "command" }.map { "\($0["command"] ?? "") \($0["result"] ?? "")" }
+        events.filter { $0.event == "command" }.map { "\($0.command ?? "") \($0.result ?? "")" }
     }
 
-    func command(_ name: String) -> [String: Any]? {
-        events.first { $0["event"] as? String == "command" && $0["command"] as? String == name }
+    func command(_ name: String) -> EventLine? {
+        events.first { $0.event == "command" && $0.command == name }
     }
 
     /// The messages the script logged, as `level: message`.
-    var logs: [String] { logLines { $0["helper"] is String } }
+    var logs: [String] { logLines { $0.helper != nil } }
 
     /// The runtime's own log lines (they name no helper), as `level: message`.
-    var runtimeLogs: [String] { logLines { !($0["helper"] is String) } }
+    var runtimeLogs: [String] { logLines { $0.helper == nil } }
 
-    private func logLines(where matches: ([String: Any]) -> Bool) -> [String] {
-        events.filter { $0["event"] as? String == "log" && matches($0) }.map { "\($0["level"] ?? ""): \($0["message"] ?? "")" }
+    private func logLines(where matches: (EventLine) -> Bool) -> [String] {
+        events.filter { $0.event == "log" && matches($0) }.map { "\($0.level ?? ""): \($0.message ?? "")" }
     }
 
-    var done: [String: Any]? { events.last { $0["event"] as? String == "done" } }
+    var done: EventLine? { events.last { $0.event == "done" } }
 
     /// Everything the run printed, to show when an expectation fails.
     var transcript: Comment { "\(run.output)\(run.errors)" }
@@ -118,7 +118,7 @@ struct ScenarioTests {
             scenario: "slow", script: DaemonTests.bundledScripts + "/aroma.lua", ssid: "Aroma-Guest",
             proves: { run in
                 // Probe, login page, POST and probe again, each answered 1.5 s late, and nothing given up on.
-                let milliseconds = run.command("authenticate")?["ms"] as? Double ?? 0
+                let milliseconds = run.command("authenticate")?.ms ?? 0
                 #expect(milliseconds >= 4 * 1500, run.transcript)
                 #expect(run.logs.isEmpty, run.transcript)
             }),
@@ -126,7 +126,7 @@ struct ScenarioTests {
             scenario: "rate-limited", script: fixtures + "/rate-limited.lua", ssid: "Museum-WiFi",
             proves: { run in
                 #expect(run.logs == ["info: 429: waiting 1 s as Retry-After asks", "info: logged in"], run.transcript)
-                let milliseconds = run.command("authenticate")?["ms"] as? Double ?? 0
+                let milliseconds = run.command("authenticate")?.ms ?? 0
                 #expect(milliseconds >= 1000, run.transcript)
             }),
         ScenarioCase(
@@ -230,9 +230,9 @@ struct ScenarioTests {
         #expect(run.run.status == 0, run.transcript)
         #expect(run.commands == scenario.lifecycle, run.transcript)
         let done = try #require(run.done, run.transcript)
-        #expect(done["state"] as? String == "authenticated")
-        #expect(done["helper"] as? String == scenario.helper)
-        #expect(done["network"] as? String == scenario.ssid)
+        #expect(done.state == "authenticated")
+        #expect(done.helper == scenario.helper)
+        #expect(done.network == scenario.ssid)
         #expect(!run.runtimeLogs.contains { $0.hasPrefix("warn: ") }, run.transcript)
         try scenario.proves(run)
     }
@@ -265,7 +265,7 @@ struct ScenarioTests {
         #expect(run.run.status == 1, run.transcript)
         #expect(run.commands == ["evaluate success", "authenticate temporary_failure"], run.transcript)
         #expect(run.logs.contains("warn: the portal refused the terms: \(status)"), run.transcript)
-        #expect(run.done?["state"] as? String == "failure", run.transcript)
+        #expect(run.done?.state == "failure", run.transcript)
     }
 
     /// An address the runtime takes for one (the questions ask for an email) that the portal refuses.
@@ -275,7 +275,7 @@ struct ScenarioTests {
         #expect(run.run.status == 1, run.transcript)
         #expect(run.commands == ["evaluate success", "authenticate ui_required", "present_ui failure"], run.transcript)
         #expect(run.logs.contains("warn: the portal refused the address: 400"), run.transcript)
-        #expect(run.done?["state"] as? String == "failure", run.transcript)
+        #expect(run.done?.state == "failure", run.transcript)
     }
 
     @Test func noSavedCredentialsFailTheLoginNamingTheScriptsLine() async throws {
@@ -284,10 +284,10 @@ struct ScenarioTests {
         let run = DevRun(try await CLI.run(try scenario.arguments()))
         #expect(run.run.status == 1, run.transcript)
         #expect(run.commands == ["evaluate success", "authenticate failure"], run.transcript)
-        let error = run.command("authenticate")?["error"] as? String ?? ""
+        let error = run.command("authenticate")?.error ?? ""
         #expect(error.contains("campus.lua:") && error.contains("no secret 'username'"), run.transcript)
-        #expect(run.done?["state"] as? String == "failure", run.transcript)
-        #expect(run.done?["helper"] as? String == "campus")
+        #expect(run.done?.state == "failure", run.transcript)
+        #expect(run.done?.helper == "campus")
     }
 
     @Test func aScriptThatDoesNotLoadExitsTwoSayingWhere() async throws {
@@ -295,7 +295,7 @@ struct ScenarioTests {
         let run = try await CLI.run(["dev", directory + "/venue.lua", "--scenario", "click-through", "--once", "--json"])
         #expect(run.status == 2)
         #expect(run.errors.contains("\(directory)/venue.lua:4: '}' expected"), "\(run.errors)")
-        #expect(!run.events.contains { $0["event"] as? String == "done" })
+        #expect(!run.events.contains { $0.event == "done" })
     }
 
     @Test func everyScenarioHasACase() {

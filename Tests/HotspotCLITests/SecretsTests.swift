@@ -79,8 +79,8 @@ struct SecretsTests {
         let secrets = try secretsFile(in: directory, mode: 0o600)
         let run = try await CLI.run(["connect", "--scripts", directory, "--secrets", secrets, "--json"])
         #expect(run.status == 1)
-        let failure = run.events.first { $0["command"] as? String == "authenticate" }
-        let error = failure?["error"] as? String ?? ""
+        let failure = run.events.first { $0.command == "authenticate" }
+        let error = failure?.error ?? ""
         #expect(error.contains("forgetful.lua:6"))
         #expect(error.contains("no secret 'pin'"))
     }

@@ -27,6 +27,21 @@ import TestSupport
         #expect(harness.events.transitions.suffix(3) == ["authenticated>inactive", "inactive>maintaining", "maintaining>authenticated"])
     }
 
+    /// SSIDs are bytes: "Café" with a precomposed é (NFC) and with e and a combining accent
+    /// (NFD) are two networks, which a session keyed by String (equal by canonical
+    /// equivalence) merged into one.
+    @Test func theNFCAndNFDFormsOfANameAreTwoNetworks() async {
+        let harness = Self.accepting()
+        let composed = NetworkDescription(ssid: "Caf\u{E9}"), decomposed = NetworkDescription(ssid: "Cafe\u{301}")
+        #expect(!composed.ssid.utf8.elementsEqual(decomposed.ssid.utf8))
+        #expect(await harness.machine.join(composed) == .authenticated)
+        #expect(await harness.machine.state(of: decomposed.ssid) == .inactive)
+        #expect(await harness.machine.join(decomposed) == .authenticated)
+        await harness.machine.leave(decomposed.ssid)
+        #expect(await harness.machine.state(of: decomposed.ssid) == .inactive)
+        #expect(await harness.machine.state(of: composed.ssid) == .authenticated, "leaving the one left the other")
+    }
+
     @Test func eachJoinIsANewWebSession() async {
         let harness = Self.accepting()
         _ = await harness.machine.join(cafe)

@@ -1,3 +1,4 @@
+import HotspotCore
 import HotspotNetwork
 import Locking
 import Testing
@@ -15,11 +16,12 @@ struct ConnectivityMonitorTests {
         }
     }
 
-    func monitor(_ server: TestHTTPServer, interval: Duration, onlyWhileNotConnected: Bool = false) -> ConnectivityMonitor {
+    func monitor(_ server: TestHTTPServer, interval: Duration, onlyWhileNotConnected: Bool = false,
+                 clock: any HotspotClock = SystemClock()) -> ConnectivityMonitor {
         let probe = Probe(url: "http://127.0.0.1:\(server.port)/probe/switch", expectation: .status(204))
         return ConnectivityMonitor(binding: NetworkBinding(), settings: .init(
             probes: ProbeSet([probe]), interval: interval, onlyWhileNotConnected: onlyWhileNotConnected,
-            firstBackoff: .milliseconds(100), settleDelay: .milliseconds(10)))
+            firstBackoff: .milliseconds(100), settleDelay: .milliseconds(10)), clock: clock)
     }
 
     @Test func changesAreReportedAndALossIsRecheckedWithBackoff() async throws {
@@ -59,18 +61,29 @@ struct ConnectivityMonitorTests {
         let server = try await TestHTTPServer.start()
         defer { server.stop() }
         server.probeSwitch.isOpen.withLock { $0 = false }
-        let monitor = monitor(server, interval: .milliseconds(100), onlyWhileNotConnected: true)
+        let clock = TestClock()
+        let monitor = monitor(server, interval: .seconds(10), onlyWhileNotConnected: true, clock: clock)
         let seen = Seen()
         let watching = seen.collect(monitor)
         defer { watching.cancel() }
-        try await eventually("three polls while captive") { server.probeSwitch.asked.withLock { $0.count } >= 3 }
+        // The settle delay, then an interval after each check: three checks while captive.
+        for _ in 0..<3 {
+            await clock.waitForSleeper()
+            clock.advance(by: .seconds(10))
+        }
+        try await eventually("three polls while captive") { server.probeSwitch.asked.withLock { $0.count } == 3 }
         #expect(seen.all == [.determining, .captive])
 
         server.probeSwitch.isOpen.withLock { $0 = true }
+        await clock.waitForSleeper()
+        clock.advance(by: .seconds(10))
         try await eventually("connected once the probe passes") { seen.all.last == .connected }
         let settled = server.probeSwitch.asked.withLock { $0.count }
-        // Real time is what is tested: five intervals pass without a poll while connected.
-        try await Task.sleep(for: .milliseconds(500))
+        // Five intervals pass without a poll while connected: the monitor sleeps on, where a
+        // pause of one interval would wake, check, and sleep again.
+        await clock.waitForSleeper()
+        clock.advance(by: .seconds(50))
+        await clock.waitForSleeper()
         #expect(server.probeSwitch.asked.withLock { $0.count } == settled)
         monitor.recheck()
         try await eventually("the probe the recheck asks for") { server.probeSwitch.asked.withLock { $0.count } > settled }

@@ -13,7 +13,7 @@ import TestSupport
         let engine = try LuaEngine(HotspotRuntime.engineConfiguration())
         defer { engine.shutdown() }
         let sleeper = try await engine.load(ScriptSource(path: "sleeper.lua", text: """
-            return { hosts = {}, run = function() sleep(2) return 'slept' end }
+            return { hosts = {}, run = function() sleep(2) return 'slept' end }  -- real time: keeps the call with the worker
             """))
         let quick = try await engine.load(ScriptSource(path: "quick.lua", text: """
             return { hosts = {}, run = function() return 'quick' end }

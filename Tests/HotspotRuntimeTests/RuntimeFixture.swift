@@ -73,7 +73,7 @@ struct RuntimeFixture {
 func venue(_ name: String, confidence: String = "none", delay: Double = 0, evaluate: String? = nil,
            handlers: [String: String] = [:]) -> String {
     let evaluateBody = evaluate ?? """
-        if \(delay) > 0 then sleep(\(delay)) end
+        if \(delay) > 0 then sleep(\(delay)) end -- real time is the point: a slow helper against deadlines
         cmd.network:set_confidence("\(confidence)")
         local response = cmd:create_response("success")
         response:set_network(cmd.network)

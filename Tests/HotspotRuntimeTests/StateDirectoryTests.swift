@@ -61,7 +61,7 @@ import Testing
         }
         #expect(state.snapshot.chosenHelpers == ["Venue-Guest": "venue"])
         #expect(!state.isSaved)
-        try await Task.sleep(for: .milliseconds(200))
+        try await Task.sleep(for: .milliseconds(200))  // real time is the point: several retries' intervals
         #expect(!state.isSaved, "written while it cannot be")
         try FileManager.default.removeItem(atPath: blocker)
         try await eventually("the state is written once it can be") { state.isSaved }

@@ -258,7 +258,7 @@ import HotspotCore
         ], configuration: .init(policy: .init(commandDeadline: .seconds(5), retryFirstDelay: .milliseconds(50))))
         #expect(await fixture.runtime.join(guest) == .failure)
         await fixture.runtime.stopTimers()
-        try await Task.sleep(for: .milliseconds(400))
+        try await Task.sleep(for: .milliseconds(400))  // real time is the point: past the retry's delay
         #expect(fixture.events.commands(.authenticate).count == 1)
     }
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLuaSandbox
 import Foundation
 import Testing
 import LuaSandbox
@@ -36,6 +37,25 @@ import TestSupport
         let limits = try String(contentsOfFile: "/proc/\(engine.workerProcessIDs[0])/limits", encoding: .utf8)
         let core = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
         #expect(core.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"], "\(core)")
+    }
+
+    /// Not dumpable either: no core through a core_pattern pipe, whatever the limit, and no
+    /// /proc/PID/mem or ptrace by other processes of its user. Read in a process of its own
+    /// (the test process stays dumpable) through prctl, which Swift cannot call as declared
+    /// (variadic): by its address, as a function of five integers, which is how x86-64 and
+    /// arm64 Linux pass a variadic call's integers too. That the worker calls this very
+    /// function shows in its core limit above.
+    @Test func forbiddingCoreDumpsMakesTheProcessUndumpable() async {
+        await #expect(processExitsWith: .exitCode(0)) {
+            typealias Prctl = @convention(c) (Int32, UInt, UInt, UInt, UInt) -> Int32
+            let prctl = unsafeBitCast(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "prctl"), to: Prctl.self)
+            let getDumpable: Int32 = 3  // PR_GET_DUMPABLE
+            guard prctl(getDumpable, 0, 0, 0, 0) == 1 else { exit(1) }
+            guard sbx_forbid_core_dumps() == 0 else { exit(2) }
+            var core = rlimit()
+            guard getrlimit(Int32(RLIMIT_CORE.rawValue), &core) == 0, core.rlim_cur == 0, core.rlim_max == 0 else { exit(3) }
+            exit(prctl(getDumpable, 0, 0, 0, 0) == 0 ? 0 : 4)
+        }
     }
 
     /// Runaways in C, one in each group of the worker, hold every group's state past the
@@ -150,7 +170,7 @@ import TestSupport
         try await eventually("the call has reached the worker") { engine.requestsInFlight == 1 }
         spinning.cancel()
         #expect(await spinning.value.result.failure?.kind == .cancelled)
-        try await Task.sleep(for: .seconds(1))
+        try await Task.sleep(for: .seconds(1))  // real time is the point: past the cancel grace, when a stuck worker is ended
         #expect(engine.workerProcessIDs[0] == worker)
     }
 

@@ -13,7 +13,7 @@ import TestSupport
         try #"""
             #!/bin/sh
             printf '\011\000\000\000123456789\003\000\000\000abc' >&3
-            sleep 5
+            kill -STOP $$
             """#.write(toFile: executable, atomically: true, encoding: .utf8)
         chmod(executable, 0o755)
         let process = try WorkerProcess.spawn(executable: executable)

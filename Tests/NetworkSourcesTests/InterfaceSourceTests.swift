@@ -106,7 +106,12 @@ struct InterfaceSourceTests {
         let mistakes = [
             "interface:lo": "expected interface:IFACE:SSID, such as interface:wlan0:Aroma-Guest",
             "interface:nosuch0:Cafe": "no network interface called \"nosuch0\" (see `ip link`)",
-            "interface:lo:" + String(repeating: "x", count: 33): "the SSID must be 1 to 32 bytes",
+            "interface:lo:" + String(repeating: "x", count: 33): "the SSID \"\(String(repeating: "x", count: 33))\" is 33 bytes; "
+                + "a Wi-Fi network's name has 1 to 32 (UTF-8): give it as the network broadcasts it",
+            // 33 bytes in 11 characters: bytes are what counts.
+            "interface:lo:" + String(repeating: "€", count: 11): "the SSID \"\(String(repeating: "€", count: 11))\" is 33 bytes; "
+                + "a Wi-Fi network's name has 1 to 32 (UTF-8): give it as the network broadcasts it",
+            "interface:lo:Ca\u{0}fe": "the SSID \"Ca\\x00fe\" holds a NUL byte, which no Wi-Fi network's name can: give it as the network broadcasts it",
             "networkmanager:": "networkmanager:IFACE needs the interface, such as networkmanager:wlan0",
             "networkd:eth0:x": "expected networkd or networkd:IFACE, such as networkd:eth0",
             "auto:eth0": "auto takes no interface: it follows whatever manages the device's",

@@ -31,9 +31,7 @@ public final class BackgroundProcess: Sendable {
     public func stop(grace: Duration = .seconds(5)) {
         guard isRunning else { return }
         kill(processIdentifier, SIGTERM)
-        let end = ContinuousClock.now + grace
-        while isRunning, ContinuousClock.now < end { usleep(10_000) }
-        if isRunning { kill(processIdentifier, SIGKILL) }
+        if !holdsBlocking(within: grace, { !isRunning }) { kill(processIdentifier, SIGKILL) }
         _ = reap(waiting: true)
     }
 

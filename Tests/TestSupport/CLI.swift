@@ -20,11 +20,7 @@ public struct CLI {
         }
 
         /// The JSON lines of `--json` output, decoded.
-        public var events: [[String: Any]] {
-            output.split(separator: "\n").compactMap {
-                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-            }
-        }
+        public var events: [EventLine] { EventLine.lines(in: output) }
     }
 
     /// Starts the process with `environment` added to the test's; `outputIsJournal` sets
@@ -32,6 +28,7 @@ public struct CLI {
     /// service whose output goes to the journal.
     public static func start(_ arguments: [String], executable: String = path, environment: [String: String] = [:],
                              outputIsJournal: Bool = false) throws -> (Process, Pipe, Pipe) {
+        PoolWatchdog.note()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

@@ -32,12 +32,9 @@ public final class PrivateBus: Sendable {
         let started = try BackgroundProcess("/usr/bin/dbus-daemon", ["--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile"])
         process.withLock { $0 = started }
         let socket = directory + "/bus.sock"
-        let end = ContinuousClock.now + .seconds(10)
-        while !FileManager.default.fileExists(atPath: socket) {
-            guard started.isRunning, ContinuousClock.now < end else {
-                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "dbus-daemon did not start: \(started.output)"])
-            }
-            usleep(10_000)
+        guard holdsBlocking(within: .seconds(10), { FileManager.default.fileExists(atPath: socket) || !started.isRunning }),
+              started.isRunning else {
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "dbus-daemon did not start: \(started.output)"])
         }
     }
 

@@ -15,6 +15,7 @@ private let processScratchMade: Void = {
 /// file or directory at; `kind` names what it holds.
 public func scratchPath(_ kind: String) -> String {
     processScratchMade
+    PoolWatchdog.note()
     return processScratch + "/\(kind)-" + UUID().uuidString
 }
 

@@ -99,6 +99,7 @@ public struct OpenNDSRecipe: Sendable {
         #!/bin/sh
         [ "$1 $2" = "restart dnsmasq" ] || exit 0
         pid=$(cat /run/dnsmasq.pid 2>/dev/null)
+        # Polls on real time: dnsmasq is no child of this script, which cannot wait for it.
         if [ -n "$pid" ]; then kill $pid; while [ -e /proc/$pid ]; do sleep 0.05; done; fi
         exec /usr/sbin/dnsmasq --conf-file=/etc/dnsmasq.conf --pid-file=/run/dnsmasq.pid
         END

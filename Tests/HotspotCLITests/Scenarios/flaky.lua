@@ -53,7 +53,7 @@ return {
         return "temporary_failure"
       end
       log.info(("attempt %d: 503, trying again in %.2f s"):format(attempt, backoff))
-      sleep(backoff)
+      sleep(backoff)  -- real time is the point: the simulated portal times the wait
       backoff, attempt = backoff * 2, attempt + 1
     end
     log.info(("attempt %d: logged in"):format(attempt))

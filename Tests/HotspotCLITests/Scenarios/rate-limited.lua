@@ -52,7 +52,7 @@ return {
         return "temporary_failure"
       end
       log.info(("429: waiting %d s as Retry-After asks"):format(wait))
-      sleep(wait)
+      sleep(wait)  -- real time is the point: the simulated portal times the wait
       answer, failed = cmd:http(login)
     end
     if not answer or answer.status ~= 200 then
