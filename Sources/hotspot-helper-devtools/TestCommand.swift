@@ -69,7 +69,7 @@ struct TestScripts: AsyncParsableCommand {
     func run() async throws {
         let output = EventOutput(json: false)
         var configuration = try runtimeOptions.configuration(maintainInterval: .seconds(3600), output: output)
-        configuration.verifyAuthentication = true
+        configuration.policy.verifyAuthentication = true
         let answers = try answerOptions.answers()
         var logins: [PortalLogin] = []
         for file in recordings {
@@ -84,7 +84,7 @@ struct TestScripts: AsyncParsableCommand {
         defer { engine.shutdown() }
         var cases: [Case] = []
         for script in scripts {
-            let catalog = HelperCatalog(path: script, engine: engine, retirementDelay: configuration.commandDeadline)
+            let catalog = HelperCatalog(path: script, engine: engine, retirementDelay: configuration.policy.commandDeadline)
             let loaded = await catalog.refresh()
             guard let helper = await catalog.helpers.first else {
                 LoadedHelpers.report(loaded.problems, output: output)
