@@ -621,8 +621,8 @@ struct DaemonTests {
         #expect(made == 0)
         let arguments = venue.arguments().map { $0 == "--scripts" ? "--catalog" : $0 } + ["--trust", keys + "/fleet.pub", "--signed-only"]
         let daemon = try RunningCLI(arguments)
-        let started = try await daemon.waitForEvent { $0["event"] as? String == "reload" }
-        #expect(started["catalog_version"] as? String == "2026.11.28-1", "\(started)")
+        let started = try await daemon.waitForEvent { $0.event == "reload" }
+        #expect(started.catalogVersion == "2026.11.28-1", "\(started)")
         try await daemon.waitForEvent(Self.isState("authenticated"))
         let status = try await venue.control(["status"])
         #expect(status.output.contains("catalog: version 2026.11.28-1"), "\(status.output)")

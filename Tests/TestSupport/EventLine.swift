@@ -28,6 +28,8 @@ public struct EventLine: Decodable, Sendable, CustomStringConvertible {
     public let removed: [String]?
     public let problems: [String]?
     public let time: String?
+    /// A reload's, when the helpers come from a signed catalog.
+    public let catalogVersion: String?
     /// `probe`'s.
     public let details: [String]?
     /// `demo`'s last line: how many of its scenarios failed.
@@ -40,6 +42,7 @@ public struct EventLine: Decodable, Sendable, CustomStringConvertible {
     private enum CodingKeys: String, CodingKey {
         case event, network, from, to, helper, command, result, confidence, error, ms, state, level, message, verdict
         case portalURL = "portal_url", portalURLSource = "portal_url_source", interfaceKind = "interface_kind"
+        case catalogVersion = "catalog_version"
         case reason, added, reloaded, removed, problems, time, details, failed
     }
 
