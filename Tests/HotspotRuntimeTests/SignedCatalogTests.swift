@@ -145,11 +145,12 @@ struct CatalogMaker {
         #expect(problem(path, maker.trust).hasSuffix("manifest.json: lists the helper campus twice"))
     }
 
+    /// Empty entries: the count is checked before any entry is read, and ten megabytes of
+    /// full ones would be seconds of a debug build's parsing beside the other suites.
     @Test func aHundredThousandEntriesAreRefusedByCount() throws {
         let maker = try CatalogMaker()
-        let entry = #"{"name": "h", "version": "1", "sha256": "\#(String(repeating: "0", count: 64))", "hosts": []}"#
         let path = try maker.make("v1", version: "1", scripts: [:]) { _ in
-            #"{"version": "1", "helpers": ["# + Array(repeating: entry, count: 100_000).joined(separator: ",") + "]}"
+            #"{"version": "1", "helpers": ["# + Array(repeating: "{}", count: 100_000).joined(separator: ",") + "]}"
         }
         #expect(problem(path, maker.trust).hasSuffix("manifest.json: lists 100000 helpers; a catalog holds at most 20000"))
     }

@@ -191,20 +191,21 @@ func credentialsLogin() -> HARBuilder {
         #expect(ContinuousClock.now - started < .seconds(1))
     }
 
-    /// Seconds of parsing in a debug build: on a thread of its own, off the pool the other
-    /// suites' tests wait on.
-    @Test func aTenMegabyteRecordingIsImported() async throws {
+    /// Megabytes of bodies the import passes over. Two, not the ten of the speed goal
+    /// (a release build's figure): a debug build parses ten for seconds of a core the other
+    /// suites' real-time bounds need. On a thread of its own, off the pool they wait on.
+    @Test func aRecordingOfMegabytesIsImported() async throws {
         let (size, steps) = try await onOwnThread {
             var har = credentialsLogin()
             let filler = String(repeating: "x", count: 512 << 10)
-            for index in 0..<20 {
+            for index in 0..<4 {
                 har.add("GET", "http://portal.aroma.example/asset\(index).js", status: 200, body: filler, mimeType: "application/javascript")
             }
             let path = try har.write()
             let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
             return (size, try PortalLogin.read(path).steps.count)
         }
-        #expect(size > 10_000_000)
+        #expect(size > 2_000_000)
         #expect(steps == 1)
     }
 }
