@@ -346,6 +346,9 @@ struct DaemonTests {
         let after = try FileManager.default.attributesOfItem(atPath: privateDirectory)
         #expect(after[.posixPermissions] as? Int == 0o700)
         #expect(after[.groupOwnerAccountID] as? NSNumber == before[.groupOwnerAccountID] as? NSNumber)
+        // The log comes while the daemon starts, before it takes SIGTERM as a stop: its first
+        // join's transition comes once it serves.
+        try await daemon.waitForEvent { $0.event == "state" }
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }
