@@ -486,16 +486,23 @@ struct StandardsTests {
     }
 
     /// The bundled `helper`, beside click-through.lua (which leaves the network to it), logs in
-    /// with `secrets`, the probe confirms it, and its logoff logs the device out.
-    static func familyHelperLogsInAndOff(_ helper: String, _ portal: SimulatedPortal, secrets: [String: String]) async throws {
+    /// with `secrets`, the probe confirms it, a maintain succeeds when `maintains`, and its
+    /// logoff logs the device out.
+    static func familyHelperLogsInAndOff(_ helper: String, _ portal: SimulatedPortal, secrets: [String: String],
+                                         maintains: Bool = false) async throws {
         let scripts = [helper: try Self.bundled(helper), "click-through": try Self.bundled("click-through")]
-        let fixture = try await RuntimeFixture(scripts: scripts, configuration: Self.configuration(secrets: [helper: secrets]))
+        var configuration = Self.configuration(secrets: [helper: secrets])
+        if maintains { configuration.policy.maintainInterval = .seconds(1) }
+        let fixture = try await RuntimeFixture(scripts: scripts, configuration: configuration)
         defer { fixture.engine.shutdown() }
         let network = Self.network(portal)
         #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
         #expect(await fixture.runtime.chosenHelper(of: "Venue") == helper)
         #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == helper || $0.confidence == Confidence.none })
         #expect(try await Self.probe(network) == .connected)
+        if maintains {
+            try await eventually("a successful maintain") { fixture.events.commands(.maintain).contains { $0.result == .success } }
+        }
         #expect(await fixture.runtime.logoff("Venue") == .inactive)
         #expect(fixture.events.commands(.logoff).first?.result == .success)
         #expect(try await Self.probe(network) == .captive)
@@ -521,20 +528,7 @@ struct StandardsTests {
     /// takes a logon with no credentials.
     @Test func bundledOPNsenseHelperLogsInOverTheAccessAPIAndLogsOff() async throws {
         try await withPortal(.opnsense) { portal in
-            var configuration = Self.configuration(secrets: ["opnsense": ["username": "guest", "password": "aroma-2026"]])
-            configuration.policy.maintainInterval = .seconds(1)
-            let scripts = ["opnsense": try Self.bundled("opnsense"), "click-through": try Self.bundled("click-through")]
-            let fixture = try await RuntimeFixture(scripts: scripts, configuration: configuration)
-            defer { fixture.engine.shutdown() }
-            let network = Self.network(portal)
-            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
-            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "opnsense")
-            #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == "opnsense" || $0.confidence == Confidence.none })
-            #expect(try await Self.probe(network) == .connected)
-            try await eventually("a successful maintain") { fixture.events.commands(.maintain).contains { $0.result == .success } }
-            #expect(await fixture.runtime.logoff("Venue") == .inactive)
-            #expect(fixture.events.commands(.logoff).first?.result == .success)
-            #expect(try await Self.probe(network) == .captive)
+            try await Self.familyHelperLogsInAndOff("opnsense", portal, secrets: ["username": "guest", "password": "aroma-2026"], maintains: true)
         }
         try await withPortal(.opnsense, { $0.opnsenseAuthenticates = false }) { portal in
             let fixture = try await RuntimeFixture(scripts: ["opnsense": try Self.bundled("opnsense")], configuration: Self.configuration())
@@ -550,20 +544,7 @@ struct StandardsTests {
     /// logoff opens /logout. With HTTP-PAP it sends the person's password as it is.
     @Test func bundledMikroTikHelperLogsInWithCHAPOrPAPAndLogsOff() async throws {
         try await withPortal(.mikrotik) { portal in
-            var configuration = Self.configuration(secrets: ["mikrotik": ["username": "guest", "password": "aroma-2026"]])
-            configuration.policy.maintainInterval = .seconds(1)
-            let scripts = ["mikrotik": try Self.bundled("mikrotik"), "click-through": try Self.bundled("click-through")]
-            let fixture = try await RuntimeFixture(scripts: scripts, configuration: configuration)
-            defer { fixture.engine.shutdown() }
-            let network = Self.network(portal)
-            #expect(await fixture.runtime.join(network) == .authenticated, "\(fixture.events.all)")
-            #expect(await fixture.runtime.chosenHelper(of: "Venue") == "mikrotik")
-            #expect(fixture.events.commands(.evaluate).allSatisfy { $0.helper == "mikrotik" || $0.confidence == Confidence.none })
-            #expect(try await Self.probe(network) == .connected)
-            try await eventually("a successful maintain") { fixture.events.commands(.maintain).contains { $0.result == .success } }
-            #expect(await fixture.runtime.logoff("Venue") == .inactive)
-            #expect(fixture.events.commands(.logoff).first?.result == .success)
-            #expect(try await Self.probe(network) == .captive)
+            try await Self.familyHelperLogsInAndOff("mikrotik", portal, secrets: ["username": "guest", "password": "aroma-2026"], maintains: true)
         }
         try await withPortal(.mikrotik, { $0.mikrotikPAP = true }) { portal in
             let fixture = try await RuntimeFixture(scripts: ["mikrotik": try Self.bundled("mikrotik")], configuration: Self.configuration())
