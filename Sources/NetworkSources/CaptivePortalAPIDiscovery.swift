@@ -10,8 +10,10 @@ import LinuxFiles
 /// Where the platform has put a network's RFC 8910 Captive Portal API URI (DHCPv4 option
 /// 114), best effort: NetworkManager (`nmcli -g DHCP4.OPTION device show IFACE`), then
 /// systemd-networkd's lease (`CAPTIVE_PORTAL=`), then ISC dhclient's lease files
-/// (`option captive-portal`, `option default-url` or `option unknown-114`). DHCPv6 option 103 and RA option 37
-/// are read by none of these here; configure the URI (`--capport-url`) instead.
+/// (`option captive-portal`, `option default-url` or `option unknown-114`, and DHCPv6 option
+/// 103 in `dhclient -6`'s: `option dhcp6.captive-portal`, which dhclient.conf declares, or
+/// `option dhcp6.unknown-103`). A router advertisement's option 37 comes from the kernel
+/// instead (`RouterOption`).
 public enum CaptivePortalAPIDiscovery {
     /// Where the platform keeps what DHCP told it.
     public struct Places: Sendable {
@@ -118,15 +120,17 @@ public enum CaptivePortalAPIDiscovery {
     /// The option in the last lease of `interface`: a quoted string, or colon-separated hex.
     static func fromDhclientLeases(_ leases: String, interface: String) -> String? {
         guard let value = dhclientOption(leases, interface: interface,
-                                         names: ["option captive-portal ", "option default-url ", "option unknown-114 "]) else { return nil }
+                                         names: ["option captive-portal ", "option default-url ", "option unknown-114 ",
+                                                 "option dhcp6.captive-portal ", "option dhcp6.unknown-103 "]) else { return nil }
         if value.hasPrefix("\"") { return String(value.trimming("\"")) }
         let bytes = value.split(separator: ":").compactMap { UInt8($0, radix: 16) }
         return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The value of the first of `names` in the last lease of `interface`, without its `;`.
+    /// The value of the first of `names` in the last lease of `interface` (DHCPv4's `lease`
+    /// or DHCPv6's `lease6`), without its `;`.
     private static func dhclientOption(_ leases: String, interface: String, names: [String]) -> Substring? {
-        let blocks = leases.components(separatedBy: "lease {").filter { $0.contains("interface \"\(interface)\";") }
+        let blocks = leases.replacing("lease6 {", with: "lease {").components(separatedBy: "lease {").filter { $0.contains("interface \"\(interface)\";") }
         guard let last = blocks.last else { return nil }
         for line in last.split(separator: "\n").map({ $0.trimmingWhitespace() }) {
             if let name = names.first(where: { line.hasPrefix($0) }) { return line.dropFirst(name.count).trimming(";") }
