@@ -9,7 +9,8 @@ import LinuxFiles
 /// SSID, joined while its link is up with a carrier and left while it is not. The kernel
 /// tells of every change (rtnetlink), so a flap of a second is a leave and a join; the
 /// network's Captive Portal API URI and its name servers are read from the DHCP leases again
-/// whenever a lease file changes (inotify). The interface is followed by the name given: a
+/// whenever a lease file changes (inotify), and the URI from router advertisements as they
+/// come (`RouterOption`) when no lease names one. The interface is followed by the name given: a
 /// link renamed away from it is left, and one renamed to it joined.
 public final class InterfaceSource: NetworkSource {
     public let interface: String
@@ -64,14 +65,22 @@ public final class InterfaceSource: NetworkSource {
         var follower = LinkFollower(interface: interface)
         var leasesChanged = false
         links.requestAll()
+        // DHCP's URI (option 114 in a lease) before the router advertisement's (option 37):
+        // RFC 8910 leaves the choice open, and a lease is the network's answer to this device.
+        var leasePortal: (uri: String, source: String)?
+        var advertisedPortal: String?
+        func settlePortal() {
+            let found = leasePortal ?? advertisedPortal.map { (uri: $0, source: "a router advertisement") }
+            if found?.uri != captivePortalAPI {
+                captivePortalAPI = found?.uri
+                events.yield(.note(.info, found.map { "the Captive Portal API of \(interface) is \($0.uri) (from \($0.source))" }
+                                       ?? "\(interface) no longer names a Captive Portal API"))
+            }
+        }
         func discover() {
             if let discovery {
-                let found = CaptivePortalAPIDiscovery.uri(forInterface: interface, in: discovery)
-                if found?.uri != captivePortalAPI {
-                    captivePortalAPI = found?.uri
-                    events.yield(.note(.info, found.map { "the Captive Portal API of \(interface) is \($0.uri) (from \($0.source))" }
-                                           ?? "\(interface) no longer names a Captive Portal API"))
-                }
+                leasePortal = CaptivePortalAPIDiscovery.uri(forInterface: interface, in: discovery)
+                settlePortal()
             }
             if let nameServerDiscovery {
                 let found = CaptivePortalAPIDiscovery.nameServers(forInterface: interface, in: nameServerDiscovery)
@@ -90,6 +99,7 @@ public final class InterfaceSource: NetworkSource {
             guard up != isUp else { return }
             let first = isUp == nil
             isUp = up
+            advertisedPortal = nil  // what a router advertised was for the network that was there
             if up {
                 discover()
                 // The link up when the daemon starts is the operator's join, not an auto-join.
@@ -99,6 +109,29 @@ public final class InterfaceSource: NetworkSource {
                     else if first { "\(interface) is down; \(ssid) is joined when it comes up" }
                     else { "\(interface) is down: leaving" }
                 events.yield(.left(network(joinedByItself: true), reason: reason))
+            }
+        }
+        func advertise(_ option: RouterOption) {
+            switch option {
+            case .malformed(let reason):
+                events.yield(.note(.warn, "\(interface): \(reason); the option is ignored"))
+            case .captivePortal, .unrestricted:
+                guard discovery != nil else { return }  // the URI is configured
+                let uri: String? = if case .captivePortal(let uri) = option { uri } else { nil }
+                guard uri != advertisedPortal else { return }
+                if uri == nil {
+                    events.yield(.note(.info, "a router advertisement on \(interface) says the network has no captive portal (RFC 8910's unrestricted)"))
+                }
+                if let uri, let leased = leasePortal, leased.uri != uri {
+                    events.yield(.note(.warn, "\(interface): \(leased.source) names the Captive Portal API \(leased.uri) and a router "
+                                       + "advertisement \(uri), a configuration error (RFC 8910); \(leased.uri) is used"))
+                }
+                advertisedPortal = uri
+                let before = captivePortalAPI
+                settlePortal()
+                if isUp == true, captivePortalAPI != before { events.yield(.changed(network(joinedByItself: true))) }
+            case .nameServers:
+                break
             }
         }
         while true {
@@ -121,6 +154,9 @@ public final class InterfaceSource: NetworkSource {
                     for link in news.links {
                         if let followed = follower.follow(link) { linkIs(up: followed.isUp, renamedTo: followed.renamedTo) }
                     }
+                    for advertised in news.routerOptions where advertised.index == follower.index {
+                        advertise(advertised.option)
+                    }
                     if news.allListed, isUp == nil { linkIs(up: false) }  // no such link (yet)
                 }
                 if descriptors.count > 1, descriptors[1].revents != 0, leases?.drain() == true { leasesChanged = true }
@@ -134,7 +170,8 @@ public final class InterfaceSource: NetworkSource {
 /// stays up forever under the old name.
 struct LinkFollower {
     let interface: String
-    private var index: Int32?
+    /// The kernel's index of the interface while a link has its name.
+    private(set) var index: Int32?
 
     init(interface: String) { self.interface = interface }
 

@@ -5,7 +5,9 @@ import Glibc
 /// The kernel's news of network links, from rtnetlink: a NETLINK_ROUTE socket in the link
 /// group (RTMGRP_LINK) gets an RTM_NEWLINK whenever a link changes (flags, carrier) and an
 /// RTM_DELLINK when one goes away, so nothing polls /sys. The owner polls `descriptor` and
-/// reads when it is readable.
+/// reads when it is readable. The same socket is in the ND user options group
+/// (RTNLGRP_ND_USEROPT), where the kernel passes on router advertisements' options that are
+/// for user space (`RouterOption`).
 final class LinkNotifications {
     /// A link as one message describes it.
     struct Link: Equatable {
@@ -35,7 +37,8 @@ final class LinkNotifications {
         let socket = Glibc.socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
                                   0 /* NETLINK_ROUTE */)
         guard socket >= 0 else { throw NetworkSourceError("cannot open an rtnetlink socket: \(String(cString: strerror(errno)))") }
-        var address = NetlinkAddress(family: UInt16(AF_NETLINK), groups: 1 /* RTMGRP_LINK */)
+        // RTMGRP_LINK, and RTNLGRP_ND_USEROPT (20) as the bit 1 << (20 - 1).
+        var address = NetlinkAddress(family: UInt16(AF_NETLINK), groups: 1 | 1 << 19)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<NetlinkAddress>.size)) }
         }
@@ -64,6 +67,8 @@ final class LinkNotifications {
     /// What arrived since the last read.
     struct News: Equatable {
         var links: [Link] = []
+        /// Router advertisements' options, in the order they came.
+        var routerOptions: [RouterOption.Advertised] = []
         /// The answer to `requestAll` is complete: a link it did not name does not exist.
         var allListed = false
         /// The kernel dropped news for want of room (ENOBUFS): only `requestAll` tells the state now.
@@ -83,11 +88,12 @@ final class LinkNotifications {
             guard count > 0 else { return news }
             let batch = Self.parse(buffer[..<count])
             news.links += batch.links
+            news.routerOptions += batch.routerOptions
             news.allListed = news.allListed || batch.allListed
         }
     }
 
-    /// The links described by a batch of netlink messages; anything else, or anything cut
+    /// The links and router options described by a batch of netlink messages; anything else, or anything cut
     /// short, is skipped.
     static func parse(_ bytes: ArraySlice<UInt8>) -> News {
         var news = News()
@@ -104,6 +110,9 @@ final class LinkNotifications {
                     news.links.append(Link(index: index, name: name,
                                            isUp: type == newLink && flags & upFlag != 0 && flags & lowerUpFlag != 0))
                 }
+            }
+            if type == RouterOption.message, let advertised = RouterOption.parse(message: bytes[(offset + headerSize)..<(offset + length)]) {
+                news.routerOptions.append(advertised)
             }
             if type == doneMessage { news.allListed = true }
             offset += (length + 3) & ~3
@@ -127,7 +136,7 @@ final class LinkNotifications {
         return nil
     }
 
-    private static func load<Value: FixedWidthInteger>(_: Value.Type, at offset: Int, in bytes: ArraySlice<UInt8>) -> Value {
+    static func load<Value: FixedWidthInteger>(_: Value.Type, at offset: Int, in bytes: ArraySlice<UInt8>) -> Value {
         var value = Value.zero
         withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: bytes[offset..<(offset + MemoryLayout<Value>.size)]) }
         return value  // netlink is in the host's byte order

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// RFC 8910's captive-portal option (37) in router advertisements, which NetworkManager 1.42
+/// and systemd-networkd 252 do not pass on: the daemon reads it from the kernel (rtnetlink's
+/// ND user options) for `run --source interface:IFACE:SSID`. Two namespaces: the router's
+/// end of a veth pair advertises, the daemon runs in the client's.
+@Suite("Router advertisements")
+struct RouterAdvertisementTests {
+    /// Sends one router advertisement (not a default router: lifetime 0) carrying `options`
+    /// from `interface` in `namespace` to all nodes; radvd and dnsmasq 2.90 cannot send option
+    /// 37, nor a malformed one, so the test writes the packet and the kernel sends it.
+    static func advertise(_ options: [UInt8], namespace: String, interface: String) throws -> Int32 {
+        let sender = """
+            import socket, sys
+            s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, sys.argv[1].encode())
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 255)
+            ra = bytes([134, 0, 0, 0, 64, 0, 0, 0]) + bytes(8) + bytes.fromhex(sys.argv[2])
+            s.sendto(ra, ("ff02::1", 0, 0, socket.if_nametoindex(sys.argv[1])))
+            """
+        let hex = options.map { String(format: "%02x", $0) }.joined()
+        return try shellStatus("ip netns exec \(namespace) python3 -c '\(sender)' \(interface) \(hex)")
+    }
+
+    /// Option 37 with `uri`, padded with NULs to a multiple of 8 bytes.
+    static func captivePortal(_ uri: [UInt8]) -> [UInt8] {
+        var option: [UInt8] = [37, 0] + uri
+        while option.count % 8 != 0 { option.append(0) }
+        option[1] = UInt8(option.count / 8)
+        return option
+    }
+
+    /// A client and a router namespace joined by a veth pair, link-local addresses at once
+    /// (no duplicate address detection to wait for); removed by `remove`.
+    static func makeLink(_ prefix: String) throws -> (client: String, router: String) {
+        let client = prefix + "c", router = prefix + "r"
+        let script = """
+            ip netns add \(client) && ip netns add \(router) \
+            && ip -n \(client) link add v6c0 type veth peer name v6r0 netns \(router) \
+            && ip netns exec \(client) sysctl -qw net.ipv6.conf.v6c0.accept_dad=0 \
+            && ip netns exec \(router) sysctl -qw net.ipv6.conf.v6r0.accept_dad=0 \
+            && ip -n \(client) link set v6c0 up && ip -n \(router) link set v6r0 up
+            """
+        guard try shellStatus(script) == 0 else {
+            _ = try? shellStatus("ip netns del \(client); ip netns del \(router)")
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot make the namespaces"])
+        }
+        return (client, router)
+    }
+
+    @Test(.enabled(if: TwoNetworks.unavailableReason == nil, "needs root and network namespaces"))
+    func theAdvertisedCaptivePortalIsTheNetworksAndMalformedOptionsAreWarnedOf() async throws {
+        let (client, router) = try Self.makeLink("hh\(getpid() % 100_000)a")
+        defer { _ = try? shellStatus("ip netns del \(client); ip netns del \(router)") }
+        let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": LinkSourceTests.quick])
+        let daemon = try RunningCLI(["ip", "netns", "exec", client, CLI.path, "run", "--json", "--scripts", scripts,
+                                     "--source", "interface:v6c0:V6-Cafe", "--state-dir", try CLI.temporaryDirectory(),
+                                     "--probe-interval", "0"],
+                                    executable: "/usr/bin/env")
+        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "V6-Cafe"))
+        let bad: [([UInt8], String)] = [
+            (Self.captivePortal(Array("http://portal.example/".utf8)),
+             "v6c0: a router advertisement's captive-portal URI \"http://portal.example/\" is not https, as RFC 8910 requires; "
+                + "the option is ignored"),
+            (Self.captivePortal(Array("https://portal.example/".utf8) + [0xc3, 0x28]),
+             "v6c0: a router advertisement's captive-portal URI is not UTF-8; the option is ignored"),
+        ]
+        for (option, warning) in bad {
+            #expect(try await onOwnThread { try Self.advertise(option, namespace: router, interface: "v6r0") } == 0)
+            let event = try await daemon.waitForEvent { $0.message == warning }
+            #expect(event.level == "warn")
+        }
+        let uri = "https://portal.example/capport"
+        #expect(try await onOwnThread { try Self.advertise(Self.captivePortal(Array(uri.utf8)), namespace: router, interface: "v6r0") } == 0)
+        try await daemon.waitForEvent { $0.message == "the Captive Portal API of v6c0 is \(uri) (from a router advertisement)" }
+        #expect(try await onOwnThread {
+            try Self.advertise(Self.captivePortal(Array("urn:ietf:params:capport:unrestricted".utf8)), namespace: router, interface: "v6r0")
+        } == 0)
+        try await daemon.waitForEvent { $0.message == "v6c0 no longer names a Captive Portal API" }
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+}
