@@ -21,7 +21,8 @@ package struct ResolverOptions: ParsableArguments {
 
     package func validate() throws {
         for resolver in resolvers where !NetworkBinding.isResolverAddress(resolver) {
-            throw ValidationError("--resolver \(resolver) is not an IPv4 address with an optional port, such as 192.0.2.53 or 127.0.0.1:5353")
+            throw ValidationError("--resolver \(resolver) is not an IP address with an optional port, such as 192.0.2.53, "
+                                  + "127.0.0.1:5353, 2001:db8::53 or [2001:db8::53]:5353")
         }
     }
 }

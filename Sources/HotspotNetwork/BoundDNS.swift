@@ -8,7 +8,8 @@ import Glibc
 public struct NetworkBinding: Sendable, Hashable {
     /// The interface traffic leaves by (SO_BINDTODEVICE); nil means the default route.
     public var interface: String?
-    /// IPv4 resolvers as `address` or `address:port`; empty means the system resolver.
+    /// Resolvers as `address` or `address:port`, IPv6 ones as `address` (link-local with
+    /// `%interface`, or the bound interface) or `[address]:port`; empty means the system resolver.
     public var resolvers: [String]
     /// Extra trusted CA certificates (PEM), for portals signed by a private CA.
     public var caFile: String?
@@ -21,11 +22,11 @@ public struct NetworkBinding: Sendable, Hashable {
 
     /// Whether `text` is a resolver as `resolvers` takes it.
     public static func isResolverAddress(_ text: String) -> Bool {
-        IPv4Endpoint(text, defaultPort: 53) != nil
+        ResolverEndpoint(text, defaultPort: 53) != nil
     }
 }
 
-/// The IPv4 addresses a resolver gave for a name, and how long they may be used: the
+/// The addresses a resolver gave for a name (IPv4, else IPv6), and how long they may be used: the
 /// shortest time to live of the answer's records.
 public struct ResolvedName: Sendable, Equatable {
     public var addresses: [String]
@@ -37,21 +38,27 @@ public struct ResolvedName: Sendable, Equatable {
     }
 }
 
-/// A small DNS client for A records that sends its queries through the bound interface,
+/// A small DNS client for A and AAAA records that sends its queries through the bound interface,
 /// so names resolve the way the network being evaluated resolves them (libcurl's
 /// threaded resolver cannot be bound).
 public enum BoundDNS {
-    /// The IPv4 addresses of `name`, asking each resolver in turn until `deadline`.
+    /// The addresses of `name`, asking each resolver in turn until `deadline`: its IPv4
+    /// addresses, or when it has none its IPv6 ones. AAAA is asked only then: a captive
+    /// network's resolver that drops AAAA questions would cost every lookup its timeout.
     public static func lookup(_ name: String, binding: NetworkBinding,
                               deadline: ContinuousClock.Instant) throws(HTTPFailure) -> ResolvedName {
         guard !binding.resolvers.isEmpty else { throw HTTPFailure(.dns, "no resolver for \(name)") }
         var lastProblem = "no answer"
         for resolver in binding.resolvers {
-            guard let server = IPv4Endpoint(resolver, defaultPort: 53) else {
-                throw HTTPFailure(.dns, "resolver \"\(resolver)\" is not an IPv4 address[:port]")
+            guard let server = ResolverEndpoint(resolver, defaultPort: 53) else {
+                throw HTTPFailure(.dns, "resolver \"\(resolver)\" is not an IP address[:port]")
             }
             do {
-                return try query(name, server: server, interface: binding.interface, deadline: deadline)
+                let resolved = try query(name, type: .a, server: server, interface: binding.interface, deadline: deadline)
+                if !resolved.addresses.isEmpty { return resolved }
+                let resolved6 = try query(name, type: .aaaa, server: server, interface: binding.interface, deadline: deadline)
+                if !resolved6.addresses.isEmpty { return resolved6 }
+                lastProblem = "\(server) knows no address for \(name)"
             } catch {
                 lastProblem = error.detail
                 if error.kind == .timeout { break }
@@ -60,22 +67,22 @@ public enum BoundDNS {
         throw HTTPFailure(.dns, "\(name): \(lastProblem)")
     }
 
-    private static func query(_ name: String, server: IPv4Endpoint, interface: String?,
+    private static func query(_ name: String, type: DNSMessage.RecordType, server: ResolverEndpoint, interface: String?,
                               deadline: ContinuousClock.Instant) throws(HTTPFailure) -> ResolvedName {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = server.address
+        // A link-local server given without its interface is on the bound one.
+        if address.family == sa_family_t(AF_INET6), let interface { address.setScopeIfLinkLocal(if_nametoindex(interface)) }
+        let socket = Glibc.socket(Int32(address.family), Int32(SOCK_DGRAM.rawValue), 0)
         guard socket >= 0 else { throw HTTPFailure(.dns, "cannot open a socket (errno \(errno))") }
         defer { close(socket) }
         if let interface { try bind(socket, to: interface) }
         let identifier = UInt16.random(in: 0...UInt16.max)
-        guard let message = DNSMessage.query(name, identifier: identifier) else {
+        guard let message = DNSMessage.query(name, type: type, identifier: identifier) else {
             throw HTTPFailure(.dns, "\"\(name)\" is not a valid host name")
         }
-        var address = server.socketAddress
         let sent = message.withUnsafeBytes { bytes in
-            withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(socket, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
+            withUnsafePointer(to: &address.storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(socket, bytes.baseAddress, bytes.count, 0, $0, address.length) }
             }
         }
         guard sent == message.count else { throw HTTPFailure(.dns, "cannot send to \(server) (errno \(errno))") }
@@ -87,8 +94,8 @@ public enum BoundDNS {
             let waited = poll(&poller, 1, Int32(min(remaining / .milliseconds(1) + 1, Double(Int32.max))))
             if waited < 0, errno == EINTR { continue }
             guard waited > 0 else { throw HTTPFailure(.timeout, "no answer from \(server)") }
-            var from = sockaddr_in()
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            var from = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let received = buffer.withUnsafeMutableBytes { bytes in
                 withUnsafeMutablePointer(to: &from) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -98,12 +105,11 @@ public enum BoundDNS {
             }
             guard received > 0 else { throw HTTPFailure(.dns, "cannot receive from \(server) (errno \(errno))") }
             // Answers from elsewhere, or to another query, are ignored (spoofing).
-            guard from.sin_addr.s_addr == address.sin_addr.s_addr, from.sin_port == address.sin_port,
+            guard address.isSameHostAndPort(as: from),
                   let answer = DNSMessage.answer(Array(buffer[..<received]), identifier: identifier) else { continue }
             switch answer {
-            case .addresses(let addresses, let timeToLive) where !addresses.isEmpty:
+            case .addresses(let addresses, let timeToLive):
                 return ResolvedName(addresses: addresses, timeToLive: .seconds(timeToLive))
-            case .addresses: throw HTTPFailure(.dns, "\(server) knows no IPv4 address for \(name)")
             case .failure(let code): throw HTTPFailure(.dns, "\(server) answered \(DNSMessage.describe(code))")
             }
         }
@@ -120,41 +126,55 @@ public enum BoundDNS {
     }
 }
 
-/// An IPv4 address and port, parsed from `a.b.c.d` or `a.b.c.d:port`.
-struct IPv4Endpoint: CustomStringConvertible {
-    let address: in_addr
-    let port: UInt16
+/// A resolver's address and port, parsed from `a.b.c.d[:port]`, an IPv6 address (with
+/// `%interface` for a link-local one) or `[IPv6 address]:port`.
+struct ResolverEndpoint: CustomStringConvertible {
+    let address: SocketAddress
     let description: String
 
     init?(_ text: String, defaultPort: UInt16) {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count <= 2 else { return nil }
-        var address = in_addr()
-        guard inet_pton(AF_INET, String(parts[0]), &address) == 1 else { return nil }
-        var port = defaultPort
-        if parts.count == 2 {
+        var host = Substring(text), port = defaultPort
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.isEmpty || rest.hasPrefix(":") else { return nil }
+            if rest.hasPrefix(":") {
+                guard let given = UInt16(rest.dropFirst()), given > 0 else { return nil }
+                port = given
+            }
+        } else if text.filter({ $0 == ":" }).count == 1 {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
             guard let given = UInt16(parts[1]), given > 0 else { return nil }
+            host = parts[0]
             port = given
         }
+        let parts = host.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
+        // Brackets are for IPv6 only, as in URLs.
+        guard var address = SocketAddress(literal: String(parts[0]), port: port),
+              !text.hasPrefix("[") || address.family == sa_family_t(AF_INET6) else { return nil }
+        if parts.count == 2 {
+            let index = if_nametoindex(String(parts[1]))
+            guard address.family == sa_family_t(AF_INET6), index != 0 else { return nil }
+            address.setScopeIfLinkLocal(index)
+        }
         self.address = address
-        self.port = port
         description = text
-    }
-
-    var socketAddress: sockaddr_in {
-        sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian, sin_addr: address, sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
     }
 }
 
-/// The wire format of one A question and its answer (RFC 1035), nothing more.
+/// The wire format of one A or AAAA question and its answer (RFC 1035, RFC 3596), nothing more.
 enum DNSMessage {
+    enum RecordType: UInt8 {
+        case a = 1, aaaa = 28
+    }
+
     enum Answer: Equatable {
-        /// The A records' addresses, and the shortest time to live (seconds) of the answer's records.
+        /// The A or AAAA records' addresses, and the shortest time to live (seconds) of the answer's records.
         case addresses([String], timeToLive: UInt32)
         case failure(UInt8)
     }
 
-    static func query(_ name: String, identifier: UInt16) -> [UInt8]? {
+    static func query(_ name: String, type: RecordType = .a, identifier: UInt16) -> [UInt8]? {
         var message: [UInt8] = [UInt8(identifier >> 8), UInt8(identifier & 0xFF), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]
         let trimmed = name.hasSuffix(".") ? String(name.dropLast()) : name
         guard !trimmed.isEmpty, trimmed.utf8.count <= 253 else { return nil }
@@ -163,11 +183,11 @@ enum DNSMessage {
             message.append(UInt8(label.utf8.count))
             message += label.utf8
         }
-        message += [0, 0, 1, 0, 1]  // root, type A, class IN
+        message += [0, 0, type.rawValue, 0, 1]  // root, the type, class IN
         return message
     }
 
-    /// The A records of a response to query `identifier`, following the answer section
+    /// The A and AAAA records of a response to query `identifier`, following the answer section
     /// (CNAMEs included by the resolver come first and are skipped); nil when the bytes
     /// are not such a response.
     static func answer(_ bytes: [UInt8], identifier: UInt16) -> Answer? {
@@ -193,8 +213,10 @@ enum DNSMessage {
             let length = Int(bytes[end + 8]) << 8 | Int(bytes[end + 9])
             let data = end + 10
             guard data + length <= bytes.count else { return nil }
-            if type == 1, length == 4 {
+            if type == Int(RecordType.a.rawValue), length == 4 {
                 addresses.append(bytes[data..<data + 4].map(String.init).joined(separator: "."))
+            } else if type == Int(RecordType.aaaa.rawValue), length == 16 {
+                addresses.append(SocketAddress.ipv6Text(bytes[data..<data + 16]))
             }
             offset = data + length
         }

@@ -222,7 +222,8 @@ public struct BoundHTTPClient: Sendable {
         if let interface = binding.interface { hh_curl_set_string(handle, CURLOPT_INTERFACE, "if!" + interface) }
         if let caFile = binding.caFile { hh_curl_set_string(handle, CURLOPT_CAINFO, caFile) }
         if !resolved.isEmpty {
-            let entry = "\(parts.host):\(port):\(resolved.joined(separator: ","))"
+            // libcurl takes IPv6 addresses in brackets here.
+            let entry = "\(parts.host):\(port):" + resolved.map { $0.contains(":") ? "[\($0)]" : $0 }.joined(separator: ",")
             hh_curl_set_pointer(handle, CURLOPT_RESOLVE, lists.append(entry, to: \.resolve))
         }
         for header in headers { lists.append("\(header.name): \(header.value)", to: \.headers) }

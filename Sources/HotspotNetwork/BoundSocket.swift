@@ -306,6 +306,40 @@ package struct SocketAddress {
         }
     }
 
+    /// An IPv6 address's 16 bytes as text (RFC 5952's form, from inet_ntop).
+    package static func ipv6Text(_ bytes: ArraySlice<UInt8>) -> String {
+        var address = in6_addr()
+        withUnsafeMutableBytes(of: &address) { $0.copyBytes(from: bytes.prefix(16)) }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        _ = inet_ntop(AF_INET6, &address, &text, socklen_t(text.count))  // cannot fail for AF_INET6 with room enough
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// A link-local IPv6 address (fe80::/10) is only meaningful with its interface: sets it
+    /// when none is set yet.
+    mutating func setScopeIfLinkLocal(_ index: UInt32) {
+        guard family == sa_family_t(AF_INET6), index != 0 else { return }
+        withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
+                let first = withUnsafeBytes(of: address.pointee.sin6_addr) { ($0[0], $0[1]) }
+                if first.0 == 0xfe, first.1 & 0xc0 == 0x80, address.pointee.sin6_scope_id == 0 { address.pointee.sin6_scope_id = index }
+            }
+        }
+    }
+
+    /// Whether `other` has this address and port (its scope and flow aside).
+    func isSameHostAndPort(as other: sockaddr_storage) -> Bool {
+        guard other.ss_family == family else { return false }
+        var mine = storage, theirs = other
+        return withUnsafeBytes(of: &mine) { a in
+            withUnsafeBytes(of: &theirs) { b in
+                // sockaddr_in: port at 2, address at 4 (4 bytes); sockaddr_in6: port at 2, address at 8 (16 bytes).
+                family == sa_family_t(AF_INET) ? a[2..<8].elementsEqual(b[2..<8])
+                    : a[2..<4].elementsEqual(b[2..<4]) && a[8..<24].elementsEqual(b[8..<24])
+            }
+        }
+    }
+
     /// A copy of a resolver's answer with `port` set.
     init?(_ address: UnsafeMutablePointer<sockaddr>?, length: socklen_t, port: UInt16) {
         guard let address, length <= socklen_t(MemoryLayout<sockaddr_storage>.size) else { return nil }

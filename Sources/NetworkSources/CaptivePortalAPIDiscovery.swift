@@ -47,13 +47,14 @@ public enum CaptivePortalAPIDiscovery {
             .map { (uri: $0.found, source: $0.source) }
     }
 
-    /// The name servers DHCP gave `interface` (IPv4), and where they were found, or nil: the
+    /// The name servers DHCP gave `interface` (IPv4, and IPv6 from `dhclient -6`), and where they were found, or nil: the
     /// network's own resolvers, which a VPN that owns the system's resolver does not replace.
     public static func nameServers(forInterface interface: String, in places: Places = .system) -> (servers: [String], source: String)? {
         firstFound(interface, places, nmcliField: "IP4.DNS", { addresses(networkManagerValues($0)) },
                    { lease in addresses(lease.split(separator: "\n").first { $0.hasPrefix("DNS=") }?.dropFirst(4).split(separator: " ") ?? []) },
                    { leases in
-                       addresses(dhclientOption(leases, interface: interface, names: ["option domain-name-servers "])?
+                       addresses(dhclientOption(leases, interface: interface,
+                                                names: ["option domain-name-servers ", "option dhcp6.name-servers "])?
                            .split(separator: ",") ?? [])
                    })
             .map { (servers: $0.found, source: $0.source) }

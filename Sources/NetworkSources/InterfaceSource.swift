@@ -62,6 +62,11 @@ public final class InterfaceSource: NetworkSource {
         var isUp: Bool?  // not known until the kernel first says
         var captivePortalAPI: String?
         var resolvers: [String] = []
+        // The router advertisement's name servers (RDNSS), after DHCP's: on an IPv6-only
+        // network they are the only ones.
+        var leaseResolvers: [String] = []
+        var advertisedResolvers: [String] = []
+        func settleResolvers() { resolvers = leaseResolvers + advertisedResolvers.filter { !leaseResolvers.contains($0) } }
         var follower = LinkFollower(interface: interface)
         var leasesChanged = false
         links.requestAll()
@@ -84,11 +89,12 @@ public final class InterfaceSource: NetworkSource {
             }
             if let nameServerDiscovery {
                 let found = CaptivePortalAPIDiscovery.nameServers(forInterface: interface, in: nameServerDiscovery)
-                if found?.servers ?? [] != resolvers {
-                    resolvers = found?.servers ?? []
+                if found?.servers ?? [] != leaseResolvers {
+                    leaseResolvers = found?.servers ?? []
                     events.yield(.note(.info, found.map { "the name servers of \(interface) are \($0.servers.joined(separator: ", ")) (from \($0.source))" }
-                                           ?? "\(interface) no longer has name servers from DHCP; the system's resolver answers"))
+                                           ?? "\(interface) no longer has name servers from DHCP"))
                 }
+                settleResolvers()
             }
         }
         func network(joinedByItself: Bool) -> NetworkDescription {
@@ -100,6 +106,7 @@ public final class InterfaceSource: NetworkSource {
             let first = isUp == nil
             isUp = up
             advertisedPortal = nil  // what a router advertised was for the network that was there
+            advertisedResolvers = []
             if up {
                 discover()
                 // The link up when the daemon starts is the operator's join, not an auto-join.
@@ -130,8 +137,17 @@ public final class InterfaceSource: NetworkSource {
                 let before = captivePortalAPI
                 settlePortal()
                 if isUp == true, captivePortalAPI != before { events.yield(.changed(network(joinedByItself: true))) }
-            case .nameServers:
-                break
+            case .nameServers(let servers, let lifetime):
+                guard nameServerDiscovery != nil else { return }  // --resolver given
+                // Lifetime 0 withdraws the servers; a later advertisement replaces them.
+                let advertised = lifetime == 0 ? advertisedResolvers.filter { !servers.contains($0) } : servers
+                guard advertised != advertisedResolvers else { return }
+                advertisedResolvers = advertised
+                events.yield(.note(.info, advertised.isEmpty ? "\(interface) no longer has name servers from router advertisements"
+                                       : "the name servers router advertisements give \(interface) are \(advertised.joined(separator: ", "))"))
+                let before = resolvers
+                settleResolvers()
+                if isUp == true, resolvers != before { events.yield(.changed(network(joinedByItself: true))) }
             }
         }
         while true {

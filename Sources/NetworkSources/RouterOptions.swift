@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HotspotNetwork
 
 /// What an IPv6 router advertisement tells of a network, from the options the kernel passes
 /// on (rtnetlink's RTM_NEWNDUSEROPT, one option a message): the Captive Portal API URI
@@ -96,12 +97,7 @@ enum RouterOption: Equatable {
         var servers: [String] = []
         var offset = data.startIndex + 6
         while offset < data.endIndex {
-            var address = in6_addr()
-            withUnsafeMutableBytes(of: &address) { $0.copyBytes(from: data[offset..<(offset + 16)]) }
-            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-            if inet_ntop(AF_INET6, &address, &text, socklen_t(text.count)) != nil {
-                servers.append(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-            }
+            servers.append(SocketAddress.ipv6Text(data[offset..<(offset + 16)]))
             offset += 16
         }
         return .nameServers(servers, lifetimeSeconds: lifetime)

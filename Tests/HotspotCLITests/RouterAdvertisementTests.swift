@@ -82,4 +82,37 @@ struct RouterAdvertisementTests {
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }
+
+    /// radvd (2.19 sends no option 37) advertising a documentation prefix and a name server
+    /// (RDNSS): the daemon takes the server as the network's resolver.
+    @Test(.enabled(if: TwoNetworks.unavailableReason == nil && FileManager.default.isExecutableFile(atPath: "/usr/sbin/radvd"),
+                   "needs root, network namespaces and radvd"))
+    func radvdsNameServerIsTheNetworksResolver() async throws {
+        let (client, router) = try Self.makeLink("hh\(getpid() % 100_000)d")
+        defer { _ = try? shellStatus("ip netns del \(client); ip netns del \(router)") }
+        let directory = try CLI.temporaryDirectory()
+        try """
+            interface v6r0 {
+              AdvSendAdvert on;
+              MinRtrAdvInterval 3;
+              MaxRtrAdvInterval 4;
+              AdvDefaultLifetime 0;
+              prefix 2001:db8:38::/64 {};
+              RDNSS 2001:db8:38::53 { AdvRDNSSLifetime 60; };
+            };
+            """.write(toFile: directory + "/radvd.conf", atomically: true, encoding: .utf8)
+        #expect(try shellStatus("ip netns exec \(router) sysctl -qw net.ipv6.conf.all.forwarding=1") == 0)
+        let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": LinkSourceTests.quick])
+        let daemon = try RunningCLI(["ip", "netns", "exec", client, CLI.path, "run", "--json", "--scripts", scripts,
+                                     "--source", "interface:v6c0:V6-Cafe", "--state-dir", try CLI.temporaryDirectory(),
+                                     "--probe-interval", "0"],
+                                    executable: "/usr/bin/env")
+        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "V6-Cafe"))
+        let radvd = try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", router, "/usr/sbin/radvd", "--nodaemon",
+                                                           "--config", directory + "/radvd.conf", "--pidfile", directory + "/radvd.pid"])
+        defer { radvd.stop() }
+        try await daemon.waitForEvent { $0.message == "the name servers router advertisements give v6c0 are 2001:db8:38::53" }
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
 }

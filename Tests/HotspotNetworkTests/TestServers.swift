@@ -20,7 +20,8 @@ final class TestHTTPServer: Sendable {
     /// The `Host` of every request received, in order.
     var hostsReached: [String] { log.hosts.withLock { $0 } }
 
-    static func start() async throws -> TestHTTPServer {
+    /// Listening on `host`, loopback's IPv4 address unless told.
+    static func start(host: String = "127.0.0.1") async throws -> TestHTTPServer {
         let log = HostLog()
         let probeSwitch = ProbeSwitch()
         let router = Router()
@@ -32,7 +33,7 @@ final class TestHTTPServer: Sendable {
         logger.logLevel = .critical
         let app = Application(
             router: router,
-            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            configuration: .init(address: .hostname(host, port: 0)),
             onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) },
             logger: logger)
         let task = Task { try await app.runService(gracefulShutdownSignals: []) }
