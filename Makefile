@@ -17,7 +17,7 @@ SYSTEM_PACKAGES := liblua5.4-dev libcurl4-openssl-dev libxml2-dev libssl-dev lib
 # on installation, is switched off, as it would hold this machine's interfaces; a real
 # systemd-networkd (systemd's) and ConnMan (with ethtool, for the veth's checksums) in network
 # namespaces too; minisign, which signs the catalogs the tests verify, as an operator's would.
-TEST_PACKAGES := chromium systemd prometheus dbus python3 python3-dbusmock network-manager isc-dhcp-client dnsmasq-base opennds iptables \
+TEST_PACKAGES := chromium systemd prometheus dbus python3 python3-dbusmock network-manager isc-dhcp-client dnsmasq-base radvd opennds iptables \
 	connman ethtool minisign
 # What `make deb` needs besides the build's: lintian, which must find no error in the packages.
 DEB_PACKAGES := lintian
