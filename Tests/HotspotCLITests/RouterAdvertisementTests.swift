@@ -115,4 +115,56 @@ struct RouterAdvertisementTests {
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }
+
+    /// An IPv6-only network, no IPv4 anywhere: radvd advertises a documentation prefix and
+    /// the router as name server, dnsmasq answers the venue's names with AAAA records only,
+    /// the portal simulator listens on the router's IPv6 address. The daemon takes the
+    /// resolver from the advertisement, its probe finds the portal over IPv6 and the bundled
+    /// click-through helper logs in.
+    @Test(.enabled(if: TwoNetworks.unavailableReason == nil && FileManager.default.isExecutableFile(atPath: "/usr/sbin/radvd"),
+                   "needs root, network namespaces and radvd"))
+    func anIPv6OnlyNetworkIsLoggedInByABundledHelper() async throws {
+        let (client, router) = try Self.makeLink("hh\(getpid() % 100_000)o")
+        defer { _ = try? shellStatus("ip netns del \(client); ip netns del \(router)") }
+        let directory = try CLI.temporaryDirectory()
+        try """
+            interface v6r0 {
+              AdvSendAdvert on;
+              MinRtrAdvInterval 3;
+              MaxRtrAdvInterval 4;
+              AdvDefaultLifetime 0;
+              prefix 2001:db8:38::/64 {};
+              RDNSS 2001:db8:38::1 {};
+            };
+            """.write(toFile: directory + "/radvd.conf", atomically: true, encoding: .utf8)
+        #expect(try shellStatus("ip netns exec \(router) sysctl -qw net.ipv6.conf.all.forwarding=1 "
+                                + "&& ip -n \(router) addr add 2001:db8:38::1/64 dev v6r0 nodad") == 0)
+        let portal = try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", router, CLI.path, "simulate", "--scenario", "click-through",
+                                                            "--host", "2001:db8:38::1", "--port", "80"])
+        defer { portal.stop() }
+        let dnsmasq = try BackgroundProcess("/usr/sbin/ip", [
+            "netns", "exec", router, "/usr/sbin/dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts",
+            "--pid-file=\(directory)/dnsmasq.pid", "--listen-address=2001:db8:38::1", "--bind-interfaces", "--user=root",
+            "--local=/#/", "--host-record=probe.v6.test,2001:db8:38::1",
+        ])
+        defer { dnsmasq.stop() }
+        let radvd = try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", router, "/usr/sbin/radvd", "--nodaemon",
+                                                           "--config", directory + "/radvd.conf", "--pidfile", directory + "/radvd.pid"])
+        defer { radvd.stop() }
+        #expect(try await onOwnThread { holdsBlocking(within: .seconds(10)) { portal.output.contains("http://[2001:db8:38::1]:80/") } },
+                "\(portal.output)")
+        let scripts = try CLI.temporaryDirectory()
+        try FileManager.default.copyItem(atPath: DaemonTests.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
+        let daemon = try RunningCLI(["ip", "netns", "exec", client, CLI.path, "run", "--json", "--scripts", scripts,
+                                     "--source", "interface:v6c0:V6-Cafe", "--state-dir", try CLI.temporaryDirectory(),
+                                     "--probe-url", "http://probe.v6.test/generate_204"],
+                                    executable: "/usr/bin/env")
+        try await daemon.waitForEvent { $0.message == "the name servers router advertisements give v6c0 are 2001:db8:38::1" }
+        try await daemon.waitForEvent(timeout: .seconds(30), DaemonTests.isCommand("authenticate"))
+        try await daemon.waitForEvent { $0.event == "state" && $0.to == "authenticated" && $0.helper == "click-through" }
+        // The helper's own check after logging in comes before the state.
+        #expect(daemon.events.contains { $0.event == "connectivity" && $0.verdict == "connected" && $0.helper == "click-through" })
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
 }
