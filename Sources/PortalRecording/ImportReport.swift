@@ -37,6 +37,7 @@ public enum ImportReport {
         case .typed(let kind): "typed, \(kind.rawValue)" + (keepValues ? " \"\(field.value)\"" : " [stripped]")
         case .token: "a token from the page [stripped]"
         case .fromPage: "from the page"
+        case .fromAddress(let parameter): "from the page's address (\(parameter))"
         case .ticked: "ticked"
         case .button: "the button clicked"
         case .fixed: keepValues || field.value.count < 4 ? "fixed \"\(field.value)\"" : "fixed [stripped]"

@@ -1,3 +1,5 @@
+import JSON
+
 /// One portal login read from a recording: the probe the portal hijacked, where it sent the
 /// browser, the pages, what was submitted (forms, and calls a page's script made), and the
 /// request after which the network was open.
@@ -155,16 +157,23 @@ public struct LoginStep: Sendable {
     public let form: PageForm?
     /// What was sent, in the order sent.
     public let fields: [SubmittedField]
+    /// For a script's call to an address the page's own address carried in its query (Meraki's
+    /// `base_grant_url`): that parameter's name.
+    public let target: String?
+    /// Whether the fields were sent as a JSON object (a script's call, as UniFi's portal makes it).
+    public let isJSON: Bool
 
     /// The step `exchange` is, when it sends fields: a form of one of `pages` (the latest
-    /// first) whose action and method it matches, else a POST of fields (a script's call).
+    /// first) whose action and method it matches, else a script's call: a POST of fields, or
+    /// a GET whose query the script built that the portal answered with a page or a redirect.
     init?(_ exchange: RecordedExchange, after pages: [RecordedExchange]) {
         let sent: [(String, String)]
         let isForm = exchange.requestContentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") ?? false
+        isJSON = !isForm && exchange.requestBody?.hasPrefix("{") == true
         if exchange.method == "POST" {
             guard let body = exchange.requestBody else { return nil }
-            sent = isForm || !body.hasPrefix("{") ? FormFields.decode(body) : []
-            if sent.isEmpty, !body.hasPrefix("{") { return nil }
+            sent = isJSON ? Self.members(ofJSON: body) : FormFields.decode(body)
+            if sent.isEmpty, !isJSON { return nil }
         } else if exchange.method == "GET", let query = exchange.url.query, !query.isEmpty {
             sent = FormFields.decode(query)
         } else {
@@ -185,15 +194,40 @@ public struct LoginStep: Sendable {
             self.request = exchange
             self.page = page
             self.form = form
-            self.fields = sent.map { SubmittedField(name: $0.0, value: $0.1, form: form) }
+            let address = FormFields.decode(page.url.query ?? "")
+            self.fields = sent.map { name, value in
+                // A hidden field the page's script set before it submitted (Cisco's WLC sets
+                // redirect_url from the page's address and buttonClicked to 4).
+                guard let field = form.field(name), field.kind == "hidden", field.value != value, !value.isEmpty else {
+                    return SubmittedField(name: name, value: value, form: form)
+                }
+                return SubmittedField(name: name, value: value, form: form, fromAddress: address.first { $0.1 == value }?.0, setByScript: true)
+            }
+            self.target = nil
             return
         }
-        // Not a form of a page: a script's call, when it sends something to the portal.
-        guard exchange.method == "POST" else { return nil }
+        // Not a form of a page: a script's call, when it sends something to the portal (an
+        // asset's or a JSON status's query is not a login).
+        guard exchange.method == "POST" || exchange.isRedirect || exchange.isHTML else { return nil }
         self.request = exchange
         self.page = nil
         self.form = nil
-        self.fields = sent.map { SubmittedField(name: $0.0, value: $0.1, form: nil) }
+        // What the script passed on from the page's address is read there again.
+        let address = pages.last.map { FormFields.decode($0.url.query ?? "") } ?? []
+        self.fields = sent.map { name, value in
+            SubmittedField(name: name, value: value, form: nil, fromAddress: address.first { !value.isEmpty && $0.1 == value }?.0)
+        }
+        self.target = address.first { RecordedURL($0.1)?.withoutQuery == exchange.url.withoutQuery }?.0
+    }
+
+    /// The string members of a JSON object, in order (what a script sends of a form's
+    /// fields; a member of another type is not something a person typed or a page served).
+    public static func members(ofJSON text: String) -> [(String, String)] {
+        guard case .object(let members)? = try? JSONValue.parse(Array(text.utf8), maximumDepth: 4) else { return [] }
+        return members.compactMap { member in
+            guard case .string(let value) = member.value else { return nil }
+            return (String(decoding: member.name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+        }
     }
 
     /// Whether `other` sends the same form or call again.
@@ -221,15 +255,28 @@ public struct SubmittedField: Sendable, Equatable {
         case typed(TypedKind)
         /// A value chosen from a list, or one the page's script added.
         case fixed
+        /// Passed on by the page's script from the page's address: its query's parameter of this name.
+        case fromAddress(String)
     }
 
     public let name: String
     public let value: String
     public let role: Role
 
-    init(name: String, value: String, form: PageForm?) {
+    init(name: String, value: String, form: PageForm?, fromAddress parameter: String? = nil, setByScript: Bool = false) {
         self.name = name
         self.value = value
+        if let parameter {
+            role = .fromAddress(parameter)
+            return
+        }
+        if setByScript {
+            // What the script copied there from what the person typed (MikroTik's sendin form) is
+            // still typed, never a value to keep.
+            let kind = TypedKind(name: name, type: "text")
+            role = kind != .text ? .typed(kind) : Self.looksLikeToken(value) ? .token : .fixed
+            return
+        }
         guard let field = form?.field(name) else {
             // Sent by a script: a credential when it is named like one, else as sent.
             let kind = TypedKind(name: name, type: "text")

@@ -49,8 +49,9 @@ public struct VenueScriptWriter: Sendable {
         lines.append("local PORTAL_HOST = \(Self.quote(portalHost))  -- where the connectivity check was sent")
         lines.append("")
         lines.append("-- The recorded steps, in order. A form step names the fields the page's form has, what the")
-        lines.append("-- person typed (a secret or question of that name), the boxes ticked and the button clicked;")
-        lines.append("-- a call step is a request the page's script made, with the fields it sent.")
+        lines.append("-- person typed (a secret or question of that name), the boxes ticked, the values chosen or")
+        lines.append("-- set by the page's script, those its script took from the page's address (query) and the")
+        lines.append("-- button clicked; a call step is a request the page's script made, with the fields it sent.")
         lines.append("local STEPS = {")
         for step in login.steps { lines.append("  " + describe(step) + ",") }
         lines.append("}")
@@ -72,7 +73,9 @@ public struct VenueScriptWriter: Sendable {
         lines.append(Self.runtime(keepValues: keepValues && !typed.isEmpty))
         lines.append("return {")
         lines.append("  name = \(Self.quote(String(displayName.prefix(15)))),")
-        lines.append("  hosts = { \(login.portalHosts.map(Self.quote).joined(separator: ", ")) },")
+        // "@portal": the network may name its portal by another host than the recording shows
+        // (its Captive Portal API's user-portal-url, a WISPr message's LoginURL).
+        lines.append("  hosts = { \((login.portalHosts.map(Self.quote) + [Self.quote("@portal")]).joined(separator: ", ")) },")
         if !typed.isEmpty {
             lines.append("  ui = {")
             lines.append("    title = \(Self.quote(displayName + " Wi-Fi")),")
@@ -152,7 +155,10 @@ public struct VenueScriptWriter: Sendable {
         var parts: [String] = []
         let typed = step.typed.map(\.name)
         if !typed.isEmpty { parts.append("typed " + typed.joined(separator: ", ")) }
-        let fromPage = step.fields.filter { $0.role == .token || $0.role == .fromPage }.map(\.name)
+        let fromPage = step.fields.filter {
+            if case .fromAddress = $0.role { return true }
+            return $0.role == .token || $0.role == .fromPage
+        }.map(\.name)
         if !fromPage.isEmpty { parts.append("from the page " + fromPage.joined(separator: ", ")) }
         let ticked = step.fields.filter { $0.role == .ticked }.map(\.name)
         if !ticked.isEmpty { parts.append("ticked " + ticked.joined(separator: ", ")) }
@@ -163,20 +169,30 @@ public struct VenueScriptWriter: Sendable {
     private func describe(_ step: LoginStep) -> String {
         let typed = "typed = { \(step.typed.map { Self.quote($0.name) }.joined(separator: ", ")) }"
         if step.form == nil {
-            // In the order sent: a name alone is typed, a name and a value is sent as recorded.
+            // In the order sent: a name alone is typed, with `query` it is read from the page's
+            // address, a name and a value is sent as recorded.
             let sent = step.fields.map { field in
-                if case .typed = field.role { return "{ \(Self.quote(field.name)) }" }
-                return "{ \(Self.quote(field.name)), \(Self.quote(field.value)) }"
+                switch field.role {
+                case .typed: "{ \(Self.quote(field.name)) }"
+                case .fromAddress(let parameter): "{ \(Self.quote(field.name)), query = \(Self.quote(parameter)) }"
+                default: "{ \(Self.quote(field.name)), \(Self.quote(field.value)) }"
+                }
             }.joined(separator: ", ")
-            return "{ call = \(Self.quote(step.request.url.path)), method = \(Self.quote(step.request.method)), \(typed), sent = { \(sent) } }"
+            let target = (step.target.map { ", to = \(Self.quote($0))" } ?? "") + (step.isJSON ? ", json = true" : "")
+            return "{ call = \(Self.quote(step.request.url.path))\(target), method = \(Self.quote(step.request.method)), \(typed), sent = { \(sent) } }"
         }
         let names = step.fields.filter { $0.role != .button }.map { Self.quote($0.name) }.joined(separator: ", ")
         let ticked = step.fields.filter { $0.role == .ticked }.map { field in
             step.form?.field(field.name)?.kind == "radio" ? "[\(Self.quote(field.name))] = \(Self.quote(field.value))" : "[\(Self.quote(field.name))] = true"
         }.joined(separator: ", ")
         let chosen = step.fields.filter { $0.role == .fixed }.map { "[\(Self.quote($0.name))] = \(Self.quote($0.value))" }
+        let fromAddress = step.fields.compactMap { field -> String? in
+            guard case .fromAddress(let parameter) = field.role else { return nil }
+            return "[\(Self.quote(field.name))] = \(Self.quote(parameter))"
+        }
+        let address = fromAddress.isEmpty ? "" : ", query = { \(fromAddress.joined(separator: ", ")) }"
         let button = step.fields.first { $0.role == .button }.map { Self.quote($0.name) } ?? "false"
-        return "{ fields = { \(names) }, \(typed), ticked = { \(ticked) }, chosen = { \(chosen.joined(separator: ", ")) }, button = \(button) }"
+        return "{ fields = { \(names) }, \(typed), ticked = { \(ticked) }, chosen = { \(chosen.joined(separator: ", ")) }\(address), button = \(button) }"
     }
 
     /// The functions every generated script has: find a step's form, send a step, log in.
@@ -193,6 +209,14 @@ public struct VenueScriptWriter: Sendable {
           local found, value = pcall(cmd.secret, cmd, name)
           if found then return value end
           \(keepValues ? "return RECORDED[name]" : "return nil")
+        end
+
+        -- The value of the parameter `name` in the query of `address`.
+        local function query_value(address, name)
+          for pair in (url.parse(address).query or ""):gmatch("[^&]+") do
+            local key, value = pair:match("^([^=]*)=?(.*)$")
+            if url.decode((key:gsub("%+", " "))) == name then return url.decode((value:gsub("%+", " "))) end
+          end
         end
 
         -- The form of `page` that has every field `step` names.
@@ -220,15 +244,34 @@ public struct VenueScriptWriter: Sendable {
           end
           if step.call then
             local pairs_sent = {}
-            for _, pair in ipairs(step.sent) do pairs_sent[#pairs_sent + 1] = { pair[1], pair[2] or values[pair[1]] } end
-            local origin = page.url:match("^%a+://[^/?#]+")
-            return cmd:http{ method = step.method, url = origin .. step.call, form = pairs_sent,
-                             headers = { ["X-Requested-With"] = "XMLHttpRequest" } }
+            for _, pair in ipairs(step.sent) do
+              local value = pair[2] or values[pair[1]]
+              if pair.query then
+                value = query_value(page.url, pair.query)
+                if not value then return nil, "the page's address " .. page.url .. " has no " .. pair.query end
+              end
+              pairs_sent[#pairs_sent + 1] = { pair[1], value }
+            end
+            -- Where the page's address says to go, else the recorded path on the page's host.
+            local target = step.to and query_value(page.url, step.to) or page.url:match("^%a+://[^/?#]+") .. step.call
+            -- A script's GET is a navigation; its POST an XMLHttpRequest, as jQuery marks it.
+            local headers = step.method ~= "GET" and { ["X-Requested-With"] = "XMLHttpRequest" } or nil
+            if step.json then
+              local object = {}
+              for _, pair in ipairs(pairs_sent) do object[pair[1]] = pair[2] end
+              headers["Content-Type"] = "application/json"
+              return cmd:http{ method = step.method, url = target, body = json.encode(object), headers = headers }
+            end
+            return cmd:http{ method = step.method, url = target, form = pairs_sent, headers = headers }
           end
           local form = find_form(page, step)
           if not form then return nil, "the page " .. page.url .. " has no form with " .. table.concat(step.fields, ", ") end
           for name, value in pairs(step.ticked) do values[name] = value end
           for name, value in pairs(step.chosen) do values[name] = value end
+          for name, parameter in pairs(step.query or {}) do
+            values[name] = query_value(page.url, parameter)
+            if not values[name] then return nil, "the page's address " .. page.url .. " has no " .. parameter end
+          end
           return cmd:submit(form, { values = values, button = step.button })
         end
 

@@ -62,6 +62,9 @@ struct OPNsensePortal: PortalBehavior {
     }
 
     /// The default template's page: the form is the script's, never submitted by the browser.
+    /// The template's jQuery calls, written without jQuery (which the simulator does not
+    /// serve) so that a real browser logs in as it does at an OPNsense: the same requests,
+    /// form-encoded and marked X-Requested-With.
     private var page: String {
         Pages.page(title: "\(settings.venueName) captive portal", body: """
             <form id="login_password_form" onsubmit="return false;">
@@ -70,12 +73,20 @@ struct OPNsensePortal: PortalBehavior {
             <button type="button" id="signin">Sign in</button>
             </form>
             <script>
-            $("#signin").click(function () {
-              $.ajax({ type: "POST", url: "/api/captiveportal/access/logon/",
-                       dataType: "json", data: { user: $("#inputUsername").val(), password: $("#inputPassword").val() } })
-               .done(function (data) { if (data.clientState == "AUTHORIZED") { location.reload(); } });
-            });
-            $.ajax({ type: "POST", url: "/api/captiveportal/access/status/", dataType: "json" });
+            function post(path, data, done) {
+              var request = new XMLHttpRequest();
+              request.open("POST", path);
+              request.setRequestHeader("Content-Type", "application/x-www-form-urlencoded; charset=UTF-8");
+              request.setRequestHeader("X-Requested-With", "XMLHttpRequest");
+              request.onload = function () { if (done) { done(JSON.parse(request.responseText)); } };
+              request.send(new URLSearchParams(data).toString());
+            }
+            document.getElementById("signin").onclick = function () {
+              post("/api/captiveportal/access/logon/",
+                   { user: document.getElementById("inputUsername").value, password: document.getElementById("inputPassword").value },
+                   function (data) { if (data.clientState == "AUTHORIZED") { location.reload(); } });
+            };
+            post("/api/captiveportal/access/status/", {});
             </script>
             """)
     }

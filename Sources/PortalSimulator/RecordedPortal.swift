@@ -53,7 +53,10 @@ struct RecordedPortal: PortalBehavior {
     }
 
     func respond(to request: PortalRequest) -> Response? {
-        let sent = request.isGet ? request.query : request.form
+        // A script's JSON call sends its fields as an object's members.
+        let sent = request.isGet ? request.query
+            : request.body.hasPrefix("{") ? Dictionary(LoginStep.members(ofJSON: request.body), uniquingKeysWith: { first, _ in first })
+            : request.form
         let candidates = login.steps.indices.filter { index in
             let step = login.steps[index]
             // A GET form's submission has all its fields in the query; a page of the same path does not.
@@ -124,7 +127,7 @@ struct RecordedPortal: PortalBehavior {
                 } else if value != fresh(field.value, for: request.client) {
                     differences.append("\(field.name) is not the token the page served")
                 }
-            case .fromPage, .ticked, .button, .fixed:
+            case .fromPage, .fromAddress, .ticked, .button, .fixed:
                 if value != linked(replace(field.value, for: request.client), for: request) {
                     differences.append("\(field.name) is \"\(value)\", the recorded login sent the page's value (\(Self.describe(field.role)))")
                 }
@@ -149,6 +152,7 @@ struct RecordedPortal: PortalBehavior {
         case .typed(let kind): "typed by the person: \(kind.rawValue)"
         case .token: "a token of the page"
         case .fromPage: "a field of the page"
+        case .fromAddress(let parameter): "the page address's \(parameter)"
         case .ticked: "a box ticked"
         case .button: "the button clicked"
         case .fixed: "a value chosen"
@@ -183,15 +187,18 @@ struct RecordedPortal: PortalBehavior {
     }
 
     /// `target` on this replay: its host kept when it is a name (the simulator's DNS answers
-    /// every name), the request's when it is an address, on the request's port, over HTTP.
+    /// every name), the request's when it is an address, on the request's port, over HTTP;
+    /// the recorded portal's URLs in its query (Meraki's `base_grant_url`) on this replay too.
     func url(_ target: RecordedURL, for request: PortalRequest) -> String {
         let port = request.authority.lastIndex(of: ":").map { String(request.authority[$0...]) } ?? ""
         let requestHost = port.isEmpty ? request.authority : String(request.authority.dropLast(port.count))
         let host = target.hostIsAddress ? requestHost : target.host
-        return replace("http://\(host)\(port)\(target.pathAndQuery)", for: request.client)
+        let query = target.query.map { "?" + linked($0, for: request) } ?? ""
+        return replace("http://\(host)\(port)\(target.path)\(query)", for: request.client)
     }
 
-    /// `text` with the recorded portal's absolute URLs pointed at this replay.
+    /// `text` with the recorded portal's absolute URLs pointed at this replay, as they are and
+    /// percent-encoded (in a query).
     private func linked(_ text: String, for request: PortalRequest) -> String {
         var text = text
         for host in login.portalHosts {
@@ -200,6 +207,8 @@ struct RecordedPortal: PortalBehavior {
                     guard let target = RecordedURL(scheme + authority + "/") else { continue }
                     let replacement = String(url(target, for: request).dropLast())
                     text = text.replacing(scheme + authority, with: replacement)
+                    let encode = { (url: String) in String(FormEncoding.encode([("", url)]).dropFirst()) }
+                    text = text.replacing(encode(scheme + authority), with: encode(replacement))
                 }
             }
         }

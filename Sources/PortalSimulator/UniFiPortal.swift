@@ -5,7 +5,7 @@ import JSON
 /// 8880 and as its public portal template and the scripts people write against it show it
 /// (Ubiquiti's "UniFi Hotspot Portal" docs; community clients such as ibonobo/hotspotlogin).
 /// A captive request is sent (302) to `/guest/s/default/?ap=AP&id=CLIENT_MAC&t=TIME&url=URL&ssid=SSID`;
-/// the page, an AngularJS app with no HTML form, sets the `ec` cookie (the client's encrypted
+/// the page, an AngularJS app with no HTML form (here its calls in plain JavaScript), sets the `ec` cookie (the client's encrypted
 /// identity, which every API call needs), reads `/guest/s/default/hotspotconfig` (`auth`,
 /// `voucher_enabled`, `password_enabled`) and POSTs JSON to `/guest/s/default/login`:
 /// `{"by":"none"}` (click-through), `{"by":"voucher","voucher":"..."}` or
@@ -82,22 +82,31 @@ struct UniFiPortal: PortalBehavior {
     }
 
     /// The portal app's page: what it does is its script's, with no form a browser would submit.
+    /// The app's AngularJS, written without it (which the simulator does not serve) so that a
+    /// real browser logs in as it does at a controller: the same calls, the fields shown as
+    /// `hotspotconfig` says, Connect enabled once it has answered.
     private var page: String {
         Pages.page(title: "\(settings.venueName) guest access", body: """
-            <div ng-app="unifiPortal" ng-controller="PortalController">
-            <input type="text" ng-model="voucher" placeholder="Voucher code" ng-show="config.voucher_enabled">
-            <input type="password" ng-model="password" placeholder="Password" ng-show="config.password_enabled">
-            <button type="button" ng-click="connect()">Connect</button>
+            <div id="portal">
+            <input type="text" id="voucher" placeholder="Voucher code" hidden>
+            <input type="password" id="password" placeholder="Password" hidden>
+            <button type="button" id="connect" disabled>Connect</button>
             </div>
             <script>
-            angular.module("unifiPortal", []).controller("PortalController", function ($scope, $http, $location) {
-              $http.get("hotspotconfig").then(function (r) { $scope.config = r.data.data[0]; });
-              $scope.connect = function () {
-                var by = $scope.config.voucher_enabled ? "voucher" : $scope.config.password_enabled ? "password" : "none";
-                $http.post("login", { by: by, voucher: $scope.voucher, password: $scope.password, url: $location.search().url })
-                  .then(function () { window.location = $location.search().url; });
-              };
+            var query = new URLSearchParams(window.location.search), config = {};
+            fetch("hotspotconfig").then(function (r) { return r.json(); }).then(function (r) {
+              config = r.data[0];
+              document.getElementById("voucher").hidden = !config.voucher_enabled;
+              document.getElementById("password").hidden = !config.password_enabled;
+              document.getElementById("connect").disabled = false;
             });
+            document.getElementById("connect").onclick = function () {
+              var by = config.voucher_enabled ? "voucher" : config.password_enabled ? "password" : "none";
+              var body = { by: by, url: query.get("url") };
+              if (by !== "none") { body[by] = document.getElementById(by).value; }
+              fetch("login", { method: "POST", headers: { "Content-Type": "application/json;charset=UTF-8" }, body: JSON.stringify(body) })
+                .then(function (r) { if (r.ok) { window.location = query.get("url"); } });
+            };
             </script>
             """)
     }

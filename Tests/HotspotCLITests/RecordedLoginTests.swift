@@ -42,42 +42,56 @@ final class ChromiumRecorder {
     }
 
     /// Fills in the page's form as a person would (every box ticked, what they know typed)
-    /// and clicks its button; false when the page has nothing to submit.
-    func submitAsAPerson(_ typed: [String: String]) throws -> Bool {
+    /// and clicks its button; nil when the page has nothing to submit, else the kinds of
+    /// what was typed (the keys of `typed`).
+    func submitAsAPerson(_ typed: [String: String]) throws -> Set<String>? {
         collectBodies()
         let values = String(data: try JSONSerialization.data(withJSONObject: typed), encoding: .utf8)!
-        let result = try browser.evaluate("""
+        let fill = """
             (() => {
               const typed = \(values);
-              const forms = [...document.forms].filter(f => f.querySelector('button, input[type=submit], input[type=image]') || f.querySelector('input:not([type=hidden])'));
+              const forms = [...document.forms].filter(f => f.querySelector('button, input[type=submit], input[type=image], input[type=button]') || f.querySelector('input:not([type=hidden])'));
               const form = forms[0];
               const declines = /decline|reject|refuse|cancel|disagree|no thanks/i;
-              if (!form) {
-                const button = [...document.querySelectorAll('button')].find(b => !declines.test(b.textContent));
-                if (!button) return false;
-                window.__before = true; button.click(); return true;
-              }
-              const hasPassword = !!form.querySelector('input[type=password]:not([name*=voucher])');
-              for (const field of form.elements) {
-                if (field.disabled || !field.name) continue;
-                const type = (field.type || '').toLowerCase(), name = field.name.toLowerCase();
+              const accepts = b => !declines.test((b.name || '') + ' ' + (b.value || '') + ' ' + b.textContent);
+              // A page whose script submits the form has an input of type button (Cisco's WLC);
+              // a page that is its script's app (UniFi's) has no form at all.
+              const scope = form || document;
+              const button = [...scope.querySelectorAll(form ? 'button, input[type=submit], input[type=image]' : 'button')].find(accepts)
+                || [...scope.querySelectorAll('input[type=button]')].find(accepts);
+              if (!form && !button) return null;
+              // The page's script has not yet enabled it: the person waits.
+              if (button && button.disabled) return 'wait';
+              const kinds = [];
+              const hasPassword = [...scope.querySelectorAll('input[type=password]:not([name*=voucher])')].some(f => f.getClientRects().length > 0);
+              for (const field of form ? form.elements : document.querySelectorAll('input, textarea, select')) {
+                // A field a page's script reads has an id and often no name; a person types
+                // only into the fields they see.
+                if (field.disabled || !(field.name || field.id)) continue;
+                const type = (field.type || '').toLowerCase(), name = (field.name || field.id).toLowerCase();
+                if (type !== 'hidden' && field.getClientRects().length === 0) continue;
                 if (type === 'checkbox') { field.checked = true; continue; }
                 if (['hidden', 'submit', 'button', 'image', 'radio'].includes(type) || field.value) continue;
                 if (name.includes('voucher') && hasPassword) continue;
-                if (type === 'email' || name.includes('mail')) field.value = typed.email;
-                else if (type === 'password' || name.includes('pass')) field.value = typed.password;
-                else if (name.includes('voucher')) field.value = typed.voucher;
-                else if (name.includes('user') || name.includes('login')) field.value = typed.username;
-                else if (['text', 'tel', 'number', 'textarea', ''].includes(type)) field.value = typed.name;
+                const kind = type === 'email' || name.includes('mail') ? 'email'
+                  : type === 'password' || name.includes('pass') ? 'password'
+                  : name.includes('voucher') ? 'voucher'
+                  : name.includes('user') || name.includes('login') ? 'username'
+                  : ['text', 'tel', 'number', 'textarea', ''].includes(type) ? 'name' : null;
+                if (kind) { field.value = typed[kind]; kinds.push(kind); }
               }
-              const button = [...form.querySelectorAll('button, input[type=submit], input[type=image]')]
-                .find(b => !declines.test((b.name || '') + ' ' + (b.value || '') + ' ' + b.textContent));
               window.__before = true;
               if (button) button.click(); else form.requestSubmit();
-              return true;
+              return kinds;
             })()
-            """)
-        return result as? Bool == true
+            """
+        var result = try browser.evaluate(fill)
+        let end = ContinuousClock.now + .seconds(10)
+        while result as? String == "wait", ContinuousClock.now < end {
+            usleep(100_000)
+            result = try browser.evaluate(fill)
+        }
+        return (result as? [Any]).map { Set($0.compactMap { $0 as? String }) }
     }
 
     /// Waits for the page the submission leads to (a page's script that stays on the page
@@ -176,7 +190,7 @@ final class ChromiumRecorder {
 @Suite("Recorded logins", .serialized)
 struct RecordedLoginTests {
     /// What the person typed: the simulator's credentials, an address, a name.
-    static let typed = ["username": "guest", "password": "aroma-2026", "voucher": "7Fh2-9kQx", "email": "reader@example.org", "name": "Reader"]
+    static let typed = ["username": "guest", "password": "aroma-2026", "voucher": ScenarioSettings().unifiVoucher, "email": "reader@example.org", "name": "Reader"]
 
     /// The secrets every generated script gets: the person's values under the names the
     /// scenarios' fields have.
@@ -185,6 +199,7 @@ struct RecordedLoginTests {
         let path = (script as NSString).deletingLastPathComponent + "/secrets.ini"
         var lines = ["[\(name)]"]
         for (field, value) in ["username": "guest", "password": "aroma-2026", "auth_user": "guest", "auth_pass": "aroma-2026", "user": "guest",
+                               "UserName": "guest", "Password": "aroma-2026", "voucher": ScenarioSettings().unifiVoucher,
                                "email": "reader@example.org", "name": "Reader"] {
             lines.append("\(field) = \(value)")
         }
@@ -193,19 +208,22 @@ struct RecordedLoginTests {
         return path
     }
 
-    /// Records a person's login through `scenario` with Chromium; the HAR's path.
-    static func record(_ scenario: Scenario, in directory: String) async throws -> String {
+    /// Records a person's login through `scenario` with Chromium: the HAR's path, and the
+    /// kinds of what the person typed (`typed`'s keys).
+    static func record(_ scenario: Scenario, in directory: String) async throws -> (har: String, typed: Set<String>) {
         var settings = ScenarioSettings()
         settings.portalHost = "portal.example"
         let portal = try await SimulatedPortal.start(scenario, settings: settings)
         let probe = "http://connectivitycheck.dev.example:\(portal.port)/generate_204"
         let path = directory + "/\(scenario.name).har"
+        let typed: Set<String>
         do {
-            try await onOwnThread {
+            typed = try await onOwnThread {
+                var typed: Set<String> = []
                 let recorder = try ChromiumRecorder(resolvingEveryNameTo: "127.0.0.1")
                 try recorder.open(probe)
                 for _ in 0..<5 {
-                    if try !recorder.submitAsAPerson(Self.typed) {
+                    guard let kinds = try recorder.submitAsAPerson(Self.typed) else {
                         // A page with nothing to submit (busy, too many requests): the person
                         // waits a moment, goes back and tries again.
                         usleep(1_200_000)
@@ -213,6 +231,7 @@ struct RecordedLoginTests {
                         try recorder.waitForNextPage()
                         continue
                     }
+                    typed.formUnion(kinds)
                     try recorder.waitForNextPage()
                     if try Self.probeStatus(probe) == 204 { break }
                 }
@@ -222,13 +241,14 @@ struct RecordedLoginTests {
                 usleep(300_000)
                 try recorder.waitUntil("true")
                 try recorder.har().write(to: URL(fileURLWithPath: path))
+                return typed
             }
         } catch {
             await portal.stop()
             throw error
         }
         await portal.stop()
-        return path
+        return (path, typed)
     }
 
     /// The probe's status, asked outside the browser so the recording does not hold it.
@@ -243,31 +263,48 @@ struct RecordedLoginTests {
         return Int(String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) ?? 0
     }
 
-    /// The scenarios whose recording yields a script that logs in unmodified, against the
-    /// replay and the live scenario. Not yet: capport and wispr (the script logs in against the
-    /// replay only), opnsense, mikrotik and meraki (whose pages' scripts compute what they
-    /// send), coovachilli (the recording itself fails: its page navigates while it is filled in).
-    static let scenarios: [Scenario] = [
-        .clickThrough, .credentials, .email, .redirectChain, .sessionExpiry, .opennds, .pfsense, .hostile, .flaky, .rateLimited, .slow,
-    ]
+    /// The scenarios whose recording does not yet yield a script that logs in: their pages
+    /// compute a CHAP response in JavaScript from the password the person typed (which the
+    /// recording never holds) and a challenge the page was served, which a generated script
+    /// cannot reproduce from what was sent; coovachilli's page is built by a ChilliLibrary.js
+    /// the simulator does not serve, so a browser cannot log in there at all.
+    static let notYet: Set<Scenario> = [.mikrotik, .coovachilli]
 
-    @Test(.enabled(if: HeadlessBrowser.isInstalled), arguments: scenarios)
+    /// The issue's goal: at least 9 in 10 of the simulator's scenarios log in from a recording
+    /// (each is a row of the test below, the rows of `notYet` known to fail).
+    @Test func nineInTenScenariosLogInFromARecording() {
+        #expect((Scenario.all.count - Self.notYet.count) * 10 >= Scenario.all.count * 9,
+                "\(Scenario.all.count - Self.notYet.count) of \(Scenario.all.count)")
+    }
+
+    @Test(.enabled(if: HeadlessBrowser.isInstalled), arguments: Scenario.all)
     func aChromiumRecordingYieldsAScriptThatLogsIn(_ scenario: Scenario) async throws {
+        if Self.notYet.contains(scenario) {
+            await withKnownIssue { try await Self.recordGenerateAndLogIn(scenario) }
+        } else {
+            try await Self.recordGenerateAndLogIn(scenario)
+        }
+    }
+
+    /// Records a login through `scenario`, imports it, and logs in with the generated script
+    /// against the replay and the live scenario, the person asked only what they typed.
+    static func recordGenerateAndLogIn(_ scenario: Scenario) async throws {
         let directory = try CLI.temporaryDirectory()
-        let har = try await Self.record(scenario, in: directory)
+        let (har, typed) = try await Self.record(scenario, in: directory)
         let script = directory + "/venue.lua"
         let imported = try await CLI.run(["har", "import", har, "--ssid", "Venue-Guest", "--output", script])
         #expect(imported.status == 0, "\(imported.errors)\n\(imported.output)")
         let checked = try await CLI.run(["check", script])
         #expect(checked.status == 0, "\(checked.output)")
         let secrets = try Self.secretsFile(for: script)
-        // The person answers the script's questions as they typed in the recording.
+        // The script's questions: one for each kind of thing the person typed, and no other.
         let questions = (try String(contentsOfFile: script, encoding: .utf8)).components(separatedBy: "\n")
-            .compactMap { line -> String? in
-                guard line.hasPrefix("      { name = \"") else { return nil }
-                return line.dropFirst("      { name = \"".count).components(separatedBy: "\"").first
-            }
-        let answers = questions.flatMap { name in ["--answer", "\(name)=\(name.contains("mail") ? "reader@example.org" : "Reader")"] }
+            .filter { $0.hasPrefix("      { name = \"") }
+            .map { line in (name: line.components(separatedBy: "\"")[1], label: line.components(separatedBy: "label = \"")[1].components(separatedBy: "\"")[0]) }
+        let labels = ["email": "Email address", "password": "Password", "voucher": "Voucher code", "username": "User name", "name": "Name"]
+        #expect(Set(questions.map(\.label)) == Set(typed.compactMap { labels[$0] }), "asked \(questions), typed \(typed.sorted())")
+        // The person answers the script's questions as they typed in the recording.
+        let answers = questions.flatMap { question in ["--answer", "\(question.name)=\(question.name.contains("mail") ? "reader@example.org" : "Reader")"] }
         let tested = try await CLI.run(["test", script, "--har", har, "--scenario", scenario.name, "--ssid", "Venue-Guest", "--secrets", secrets]
                                        + answers)
         let generated = (try? String(contentsOfFile: script, encoding: .utf8)) ?? ""

@@ -26,7 +26,7 @@ import TestSupport
         let script = try VenueScriptWriter(login: login, ssid: "Aroma-Guest").script(name: "aroma.lua", redaction: Redaction(login))
         #expect(script.contains(#"{ fields = { "csrf_token", "username", "password" }, typed = { "username", "password" }"#), "\(script)")
         #expect(script.contains("cmd:submit(form, { values = values, button = step.button })"))
-        #expect(script.contains(#"hosts = { "portal.aroma.example" },"#))
+        #expect(script.contains(#"hosts = { "portal.aroma.example", "@portal" },"#))
         #expect(script.contains(#"local SSID = "Aroma-Guest""#) && script.contains(#"local PORTAL_HOST = "portal.aroma.example""#))
         #expect(script.contains(#"{ name = "password", label = "Password", kind = "password" },"#))
         #expect(script.contains(#"local LOGOFF = { method = "GET", path = "/logout" }"#))

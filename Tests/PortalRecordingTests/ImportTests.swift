@@ -10,14 +10,15 @@ struct HARBuilder {
     var second = 0
 
     mutating func add(_ method: String, _ url: String, status: Int, headers: [String: String] = [:], requestHeaders: [String: String] = [:],
-                      body: String = "", mimeType: String = "text/html", postData: String? = nil, base64: Bool = false) {
+                      body: String = "", mimeType: String = "text/html", postData: String? = nil,
+                      postMimeType: String = "application/x-www-form-urlencoded", base64: Bool = false) {
         second += 1
         var request: [String: Any] = [
             "method": method, "url": url, "httpVersion": "HTTP/1.1",
             "headers": requestHeaders.map { ["name": $0.key, "value": $0.value] }, "queryString": [], "cookies": [],
             "headersSize": -1, "bodySize": postData?.utf8.count ?? 0,
         ]
-        if let postData { request["postData"] = ["mimeType": "application/x-www-form-urlencoded", "text": postData] }
+        if let postData { request["postData"] = ["mimeType": postMimeType, "text": postData] }
         var content: [String: Any] = ["size": body.utf8.count, "mimeType": mimeType, "text": base64 ? Data(body.utf8).base64EncodedString() : body]
         if base64 { content["encoding"] = "base64" }
         entries.append([
@@ -113,6 +114,40 @@ func credentialsLogin() -> HARBuilder {
         #expect(login.steps.count == 2)
         #expect(login.steps.map { $0.fields.map(\.role) } == [[.token, .button], [.token, .fromPage]])
         #expect(login.portalHosts == ["gw.example"])
+    }
+
+    /// Meraki's splash: its button's script navigates to base_grant_url?continue_url=..., both
+    /// taken from the page's address, which is where the generated script reads them again.
+    @Test func aNavigationAScriptBuiltFromThePagesAddressIsACall() throws {
+        var har = HARBuilder()
+        let splash = "http://splash.example/splash/?base_grant_url=http%3A%2F%2Fn1.network-auth.example%2Fsplash%2Fgrant&user_continue_url=http%3A%2F%2Fexample.org%2F"
+        har.add("GET", "http://connectivitycheck.gstatic.com/generate_204", status: 302, headers: ["Location": splash])
+        har.add("GET", splash, status: 200, body: #"<button type="button" id="continue">Continue</button>"#)
+        har.add("GET", "http://n1.network-auth.example/splash/grant?continue_url=http%3A%2F%2Fexample.org%2F", status: 302,
+                headers: ["Location": "http://example.org/"])
+        har.add("GET", "http://connectivitycheck.gstatic.com/generate_204", status: 204, mimeType: "")
+        let login = try PortalLogin.read(try har.write())
+        let step = try #require(login.steps.first)
+        #expect(login.steps.count == 1 && step.form == nil && step.target == "base_grant_url")
+        #expect(step.fields.map(\.role) == [.fromAddress("user_continue_url")])
+        let script = try VenueScriptWriter(login: login, ssid: nil).script(name: "venue", redaction: Redaction(login))
+        #expect(script.contains(#"{ call = "/splash/grant", to = "base_grant_url", method = "GET", typed = {  }, sent = { { "continue_url", query = "user_continue_url" } } }"#))
+    }
+
+    /// UniFi's portal app posts JSON: what the person typed is a question, the rest as sent.
+    @Test func aScriptsJSONCallHasItsMembersAsFields() throws {
+        var har = HARBuilder()
+        har.add("GET", "http://connectivitycheck.gstatic.com/generate_204", status: 302, headers: ["Location": "http://unifi.example/guest/s/default/?url=http%3A%2F%2Fexample.org%2F"])
+        har.add("GET", "http://unifi.example/guest/s/default/?url=http%3A%2F%2Fexample.org%2F", status: 200, body: #"<input type="text" id="voucher">"#)
+        har.add("POST", "http://unifi.example/guest/s/default/login", status: 200, mimeType: "application/json",
+                postData: #"{"by":"voucher","url":"http://example.org/","voucher":"48213-90577","remember":true}"#, postMimeType: "application/json")
+        har.add("GET", "http://connectivitycheck.gstatic.com/generate_204", status: 204, mimeType: "")
+        let login = try PortalLogin.read(try har.write())
+        let step = try #require(login.steps.first)
+        #expect(step.isJSON && step.fields.map(\.name) == ["by", "url", "voucher"])
+        #expect(step.fields.map(\.role) == [.fixed, .fromAddress("url"), .typed(.voucher)])
+        let script = try VenueScriptWriter(login: login, ssid: nil).script(name: "venue", redaction: Redaction(login))
+        #expect(script.contains(#"json = true"#) && !script.contains("48213-90577"))
     }
 
     @Test func malformedJSONIsReportedWithItsLineAndColumn() throws {
