@@ -213,7 +213,7 @@ struct Run: AsyncParsableCommand {
         settings.controlGroup = controlGroup.flatMap(ControlServer.groupID(named:))
         settings.metricsListen = metricsListen
         settings.metricsNetworkLabels = metricsNetworkLabels
-        settings.overrides = NetworkOverrides(resolvers: resolverOptions.resolvers, probeURLs: keeping.probes.map(\.text),
+        settings.overrides = NetworkOverrides(resolvers: resolverOptions.resolvers, probes: keeping.probes.map(\.probe),
                                               captivePortalAPI: captivePortalAPI.url)
         settings.probeInterval = probeInterval.value > 0 ? probeInterval.duration : nil
         settings.watch = watch
