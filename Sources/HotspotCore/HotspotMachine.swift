@@ -73,7 +73,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
     nonisolated let checks: any NetworkChecks
     nonisolated let clock: any HotspotClock
     package nonisolated let emit: @Sendable (HotspotEvent) -> Void
-    private var sessions = SessionsBySSID<Session>()
+    private var sessions = BySSID<Session>()
     private var joinCount = 0
     private var timers = TimerSchedule()
 

@@ -167,18 +167,19 @@ public struct HelperResponse: Sendable, Equatable {
     }
 }
 
-/// What the runtime remembers across restarts, apart from the helpers' stores.
+/// What the runtime remembers across restarts, apart from the helpers' stores. Networks are
+/// told apart by their SSIDs' bytes (`BySSID`, `SSIDSet`).
 public struct PersistentState: Codable, Sendable, Equatable {
     /// The helper that authenticated each network (by SSID).
-    public var chosenHelpers: [String: String] = [:]
+    public var chosenHelpers: BySSID<String> = [:]
     /// Helpers excluded from a network after answering `unsupported_network`.
-    public var exclusions: [String: Set<String>] = [:]
+    public var exclusions: BySSID<Set<String>> = [:]
     /// Networks whose auto-join was disabled by a `failure`.
-    public var autoJoinDisabled: Set<String> = []
+    public var autoJoinDisabled: SSIDSet = []
     /// Helpers the user switched off everywhere.
     public var disabledHelpers: Set<String> = []
     /// Helpers the user switched off for one SSID.
-    public var disabledForNetwork: [String: Set<String>] = [:]
+    public var disabledForNetwork: BySSID<Set<String>> = [:]
 
     public init() {}
 

@@ -11,7 +11,7 @@ struct TimerSchedule {
         let maintain: Bool
     }
 
-    private var dues = SessionsBySSID<Due>()
+    private var dues = BySSID<Due>()
     private var alarm: Task<Void, Never>?
     private var alarmSleep: (until: Duration, task: Task<Void, Never>)?
     private(set) var isStopped = false
