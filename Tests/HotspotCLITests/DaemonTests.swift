@@ -95,6 +95,29 @@ struct DaemonTests {
         return Dictionary(entries.map { ($0["ssid"] as? String ?? "", $0["value"] ?? true) }) { first, _ in first }
     }
 
+    /// A SIGTERM that comes while the daemon still starts (here: a script that counts to 10^8
+    /// as it loads, seconds of a worker's time) is held until it serves, then stops it cleanly;
+    /// it ended the daemon by the signal before the signals were taken at once.
+    @Test func aSIGTERMWhileStartingStopsItCleanlyAndKeepsItsState() async throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["spinning.lua": """
+            for _ = 1, 100000000 do end
+            return { name = "Spinning", hosts = {}, evaluate = function(cmd) return "high" end,
+                     authenticate = function(cmd) return "success" end, maintain = function(cmd) return "success" end }
+            """])
+        let state = try CLI.temporaryDirectory()
+        let old = #"{"chosenHelpers":{"Other-Venue":"aroma"},"exclusions":{},"autoJoinDisabled":[],"disabledHelpers":[],"disabledForNetwork":{}}"#
+        try old.write(toFile: state + "/state.json", atomically: true, encoding: .utf8)
+        let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Spin-Venue",
+                                     "--state-dir", state, "--probe-interval", "0"])
+        try await eventually("the script spins in the worker as it loads", within: .seconds(20)) { Self.workerTicks(of: daemon) > 20 }
+        #expect(!daemon.events.contains { $0.event == "reload" }, "still starting")
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit(timeout: .seconds(60)) == 0)
+        #expect(daemon.events.last?.message == "stopping on SIGTERM")
+        let saved = try String(contentsOfFile: state + "/state.json", encoding: .utf8)
+        #expect(saved == old || (saved.contains("Other-Venue") && saved.contains("aroma")), "\(saved)")
+    }
+
     /// After SIGTERM and after `kill -9`, the next daemon goes on with the cached helper:
     /// maintain with did_just_join, no evaluate, and a stale control socket is replaced.
     @Test func restartsWithItsStateAfterSIGTERMAndAfterKillNine() async throws {
