@@ -57,7 +57,6 @@ public actor HotspotMachine<Transport: HelperTransport> {
         /// Which join of this runtime the session is (see `CommandRequest.join`).
         let join: Int
         /// When the pending maintain or retry comes.
-        var due: Due?
         /// Asking `NetworkChecks` when to maintain, which may bring the maintain forward.
         var scheduling: Task<Void, Never>?
         /// The `present_ui` under way: logging off, switching its helper off and leaving the
@@ -67,12 +66,6 @@ public actor HotspotMachine<Transport: HelperTransport> {
         var questions: PersonQuestions?
     }
 
-    struct Due {
-        let at: Duration
-        /// A maintain; otherwise a retry after `temporary_failure`.
-        let maintain: Bool
-    }
-
     public private(set) var helpers: [Helper]
     public nonisolated let transport: Transport
     public nonisolated let policy: Policy
@@ -80,16 +73,9 @@ public actor HotspotMachine<Transport: HelperTransport> {
     nonisolated let checks: any NetworkChecks
     nonisolated let clock: any HotspotClock
     package nonisolated let emit: @Sendable (HotspotEvent) -> Void
-    private var sessions = SessionsBySSID<Session>()
+    private var sessions = BySSID<Session>()
     private var joinCount = 0
-    /// One alarm for every session's maintain or retry: it sleeps until the earliest, so
-    /// scheduling a later one (each maintain does) starts no task and wakes nothing.
-    private var alarm: Task<Void, Never>?
-    private var alarmSleep: (until: Duration, task: Task<Void, Never>)?
-    private var timersStopped = false
-    /// The maintains and retries under way, by a count, until each ends.
-    private var firings: [Int: Task<Void, Never>] = [:]
-    private var firingCount = 0
+    private var timers = TimerSchedule()
 
     public init(helpers: [Helper], transport: Transport, persistence: any HotspotPersistence, checks: any NetworkChecks,
                 clock: any HotspotClock = SystemClock(), policy: Policy = .init(),
@@ -108,7 +94,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
     /// How long until the network is tried again after a helper's failure or temporary
     /// failure; nil when no retry is pending.
     public func nextRetry(of ssid: String) -> Duration? {
-        guard let due = sessions[ssid]?.due, !due.maintain else { return nil }
+        guard let due = timers.due(ssid), !due.maintain else { return nil }
         return max(due.at - clock.now, .zero)
     }
     /// What the helper asks the person, while the network waits for one and the helper said.
@@ -466,17 +452,15 @@ public actor HotspotMachine<Transport: HelperTransport> {
 
     /// No maintain or retry runs after this (the daemon is stopping).
     public func stopTimers() {
-        timersStopped = true
         for ssid in sessions.ssids { clearTimer(ssid) }
-        alarm?.cancel()
-        alarmSleep?.task.cancel()
+        timers.stop()
     }
 
     private func scheduleMaintain(_ ssid: String) {
         guard let network = sessions[ssid]?.network else { return }
         let interval = policy.maintainInterval
         sessions[ssid]?.scheduling?.cancel()  // an older reading would be stale
-        setTimer(ssid, Due(at: clock.now + interval, maintain: true))
+        setTimer(ssid, .init(at: clock.now + interval, maintain: true))
         guard network.captivePortalAPI != nil else { return }
         // What the network says about the session may bring the maintain forward.
         let asked = clock.now
@@ -488,8 +472,8 @@ public actor HotspotMachine<Transport: HelperTransport> {
 
     private func bringMaintainForward(_ ssid: String, to at: Duration) {
         // A maintain, logoff or leave since cancelled the reading: its answer is stale.
-        guard !Task.isCancelled, let due = sessions[ssid]?.due, due.maintain, at < due.at else { return }
-        setTimer(ssid, Due(at: at, maintain: true))
+        guard !Task.isCancelled, let due = timers.due(ssid), due.maintain, at < due.at else { return }
+        setTimer(ssid, .init(at: at, maintain: true))
     }
 
     /// The next try after `temporary_failure` (a short backoff), or after `failure` (a long one).
@@ -504,7 +488,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
             delay = session.retryDelay.map { min($0 * 2, policy.retryMaximumDelay) } ?? policy.retryFirstDelay
             sessions[ssid]?.retryDelay = delay
         }
-        setTimer(ssid, Due(at: clock.now + delay, maintain: false))
+        setTimer(ssid, .init(at: clock.now + delay, maintain: false))
         log(ssid, .info, "retrying \(ssid) in \(delay)")
         return delay
     }
@@ -512,65 +496,44 @@ public actor HotspotMachine<Transport: HelperTransport> {
     private func clearTimer(_ ssid: String) {
         sessions[ssid]?.scheduling?.cancel()
         sessions[ssid]?.scheduling = nil
-        sessions[ssid]?.due = nil
+        timers.clear(ssid)
     }
 
-    private func setTimer(_ ssid: String, _ due: Due) {
-        guard !timersStopped, sessions[ssid] != nil else { return }
-        sessions[ssid]?.due = due
-        if alarm == nil {
-            alarm = Task { [weak self] in
+    private func setTimer(_ ssid: String, _ due: TimerSchedule.Due) {
+        guard sessions[ssid] != nil else { return }
+        timers.set(ssid, due) {
+            Task { [weak self] in
                 while let sleep = await self?.nextAlarmSleep() {
                     await sleep.value
                     await self?.fireDueTimers()
                 }
             }
-        } else if let sleeping = alarmSleep, due.at < sleeping.until {
-            sleeping.task.cancel()  // wakes the alarm to sleep until this one instead
         }
     }
 
-    /// A sleep until the earliest maintain or retry; nil (and the alarm ends) when none is due.
-    private func nextAlarmSleep() -> Task<Void, Never>? {
-        guard !timersStopped, let earliest = sessions.allValues.compactMap({ $0.due?.at }).min() else {
-            alarm = nil
-            alarmSleep = nil
-            return nil
-        }
-        let sleep = Task { [clock] in _ = try? await clock.sleep(until: earliest) }
-        alarmSleep = (earliest, sleep)
-        return sleep
-    }
+    private func nextAlarmSleep() -> Task<Void, Never>? { timers.nextSleep(on: clock) }
 
     private func fireDueTimers() {
-        let now = clock.now
-        for (ssid, session) in sessions.all {
-            guard let due = session.due, due.at <= now else { continue }
-            sessions[ssid]?.due = nil
+        for (ssid, due) in timers.takeDue(at: clock.now) {
             // A task of its own per firing, which nothing cancels: its commands run to their end.
-            firingCount += 1
-            let firing = firingCount
-            firings[firing] = Task {
-                _ = await self.timerFired(ssid, maintain: due.maintain)
-                self.firingEnded(firing)
+            timers.addFiring { firing in
+                Task {
+                    _ = await self.timerFired(ssid, maintain: due.maintain)
+                    self.timers.firingEnded(firing)
+                }
             }
         }
     }
-
-    private func firingEnded(_ firing: Int) { firings[firing] = nil }
 
     /// Stops the timers and waits for the maintains and retries already under way, so that
     /// each network is in the state it rests in (`connect --stay` reports it as it ends).
     public func settle() async {
         stopTimers()
-        while let (firing, task) = firings.first {
-            await task.value
-            firings[firing] = nil
-        }
+        while let firing = timers.takeFiring() { await firing.value }
     }
 
     /// When the earliest maintain or retry is due, if any (for tests).
-    var nextDue: Duration? { sessions.allValues.compactMap { $0.due?.at }.min() }
+    var nextDue: Duration? { timers.nextDue }
 
     // MARK: commands
 

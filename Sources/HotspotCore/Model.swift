@@ -65,8 +65,9 @@ public struct NetworkDescription: Sendable, Hashable {
     /// The network's own DNS resolvers (`address` or `address:port`), asked through
     /// `interface`; empty means the system's resolver.
     public var resolvers: [String]
-    /// The URLs `cmd:probe()` checks; empty means the well-known Apple, Google and Firefox ones.
-    public var probeURLs: [String]
+    /// The probes `cmd:probe()` and the check of a helper's success run; empty means the
+    /// well-known Apple, Google and Firefox ones.
+    public var probes: [Probe]
     /// The network's RFC 8908 Captive Portal API URI (from DHCP option 114 or the
     /// configuration), or nil when it has none.
     public var captivePortalAPI: String?
@@ -75,7 +76,7 @@ public struct NetworkDescription: Sendable, Hashable {
     public var captivePortalAPIIsFromLink: Bool
 
     public init(ssid: String, bssid: String = "", signalStrength: Double = 1, isSecure: Bool = false,
-                didAutoJoin: Bool = false, interface: String? = nil, resolvers: [String] = [], probeURLs: [String] = [],
+                didAutoJoin: Bool = false, interface: String? = nil, resolvers: [String] = [], probes: [Probe] = [],
                 captivePortalAPI: String? = nil, captivePortalAPIIsFromLink: Bool = false) {
         self.ssid = ssid
         self.bssid = bssid
@@ -84,7 +85,7 @@ public struct NetworkDescription: Sendable, Hashable {
         self.didAutoJoin = didAutoJoin
         self.interface = interface
         self.resolvers = resolvers
-        self.probeURLs = probeURLs
+        self.probes = probes
         self.captivePortalAPI = captivePortalAPI
         self.captivePortalAPIIsFromLink = captivePortalAPIIsFromLink
     }
@@ -166,18 +167,19 @@ public struct HelperResponse: Sendable, Equatable {
     }
 }
 
-/// What the runtime remembers across restarts, apart from the helpers' stores.
+/// What the runtime remembers across restarts, apart from the helpers' stores. Networks are
+/// told apart by their SSIDs' bytes (`BySSID`, `SSIDSet`).
 public struct PersistentState: Codable, Sendable, Equatable {
     /// The helper that authenticated each network (by SSID).
-    public var chosenHelpers: [String: String] = [:]
+    public var chosenHelpers: BySSID<String> = [:]
     /// Helpers excluded from a network after answering `unsupported_network`.
-    public var exclusions: [String: Set<String>] = [:]
+    public var exclusions: BySSID<Set<String>> = [:]
     /// Networks whose auto-join was disabled by a `failure`.
-    public var autoJoinDisabled: Set<String> = []
+    public var autoJoinDisabled: SSIDSet = []
     /// Helpers the user switched off everywhere.
     public var disabledHelpers: Set<String> = []
     /// Helpers the user switched off for one SSID.
-    public var disabledForNetwork: [String: Set<String>] = [:]
+    public var disabledForNetwork: BySSID<Set<String>> = [:]
 
     public init() {}
 

@@ -1,25 +1,25 @@
-import HotspotCore
+public import HotspotCore
 import HotspotRuntime
 import HotspotNetwork
 import NetworkSources
 
 /// What the daemon's options say of every network, over what its source says: resolvers and
-/// a Captive Portal API URI given on the command line win; the probe URLs come only from here.
+/// a Captive Portal API URI given on the command line win; the probes come only from here.
 public struct NetworkOverrides: Sendable {
     public var resolvers: [String]
-    public var probeURLs: [String]
+    public var probes: [Probe]
     public var captivePortalAPI: String?
 
-    public init(resolvers: [String] = [], probeURLs: [String] = [], captivePortalAPI: String? = nil) {
+    public init(resolvers: [String] = [], probes: [Probe] = [], captivePortalAPI: String? = nil) {
         self.resolvers = resolvers
-        self.probeURLs = probeURLs
+        self.probes = probes
         self.captivePortalAPI = captivePortalAPI
     }
 
     func applied(to network: NetworkDescription) -> NetworkDescription {
         var network = network
         if !resolvers.isEmpty { network.resolvers = resolvers }
-        network.probeURLs = probeURLs
+        network.probes = probes
         if let captivePortalAPI {
             network.captivePortalAPI = captivePortalAPI
             network.captivePortalAPIIsFromLink = false
@@ -158,13 +158,7 @@ extension HotspotDaemon {
     private func watchConnectivity(of network: NetworkDescription, from index: Int) {
         tracking.connectivityWatches.removeValue(forKey: network.ssid)?.cancel()
         guard let connectivity, !sources[index].reportsConnectivity else { return }
-        let changes: AsyncStream<ConnectivityVerdict>
-        do {
-            changes = try runtime.watchConnectivity(of: network, settings: connectivity).changes
-        } catch {
-            emit(.log(.error, "cannot watch connectivity: \(error)", network: network.ssid))
-            return
-        }
+        let changes = runtime.watchConnectivity(of: network, settings: connectivity).changes
         let ssid = network.ssid
         tracking.connectivityWatches[ssid] = Task {
             for await verdict in changes where verdict.state == .captive { await self.maintainCaptive(ssid) }

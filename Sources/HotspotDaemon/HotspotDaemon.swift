@@ -113,7 +113,7 @@ public actor HotspotDaemon {
         }
         let helpers = await catalog.helpers.map { helper in
             DaemonStatus.Helper(id: helper.id, displayName: helper.displayName, switchedOff: saved.disabledHelpers.contains(helper.id),
-                                offFor: saved.disabledForNetwork.filter { $0.value.contains(helper.id) }.keys.sorted())
+                                offFor: saved.disabledForNetwork.all.filter { $0.value.contains(helper.id) }.map(\.ssid).sorted())
         }
         return DaemonStatus(networks: views, helpers: helpers, catalogVersion: await catalog.catalogVersion)
     }

@@ -14,14 +14,7 @@ struct BoundNetworkChecks: NetworkChecks {
     }
 
     func connectivity(of network: NetworkDescription, after helper: String) async -> ConnectivityEvent? {
-        let probes: ProbeSet
-        switch ProbeSet.parse(network.probeURLs) {
-        case .success(let parsed): probes = parsed
-        case .failure(let error):
-            events(.log(.warn, "\(helper)'s success is not checked: \(error)", network: network.ssid))
-            return nil
-        }
-        let verdict = await ConnectivityProbe.verdict(of: probes, binding: binding(network))
+        let verdict = await ConnectivityProbe.verdict(of: ProbeSet(network.probes), binding: binding(network))
         return ConnectivityEvent(verdict, network: network.ssid, helper: helper)
     }
 

@@ -3,16 +3,14 @@ public import HotspotNetwork
 
 extension HotspotMachine where Transport == ScriptTransport {
     /// Watches the connectivity of a joined network over its interface and resolvers, with
-    /// its probes (`probeURLs`, or `settings.probes` when it has none). Every change (the
+    /// its probes (`probes`, or `settings.probes` when it has none). Every change (the
     /// first `determining` included) is reported as a `connectivity` event and yielded;
     /// `monitor.recheck()` checks at once. Watching stops when the stream is dropped.
     public nonisolated func watchConnectivity(of network: NetworkDescription,
-                                              settings: ConnectivityMonitor.Settings = .init()) throws(ProbeSpecError)
+                                              settings: ConnectivityMonitor.Settings = .init())
         -> (monitor: ConnectivityMonitor, changes: AsyncStream<ConnectivityVerdict>) {
         var settings = settings
-        if !network.probeURLs.isEmpty {
-            settings.probes.probes = try ProbeSet.parse(network.probeURLs).get().probes
-        }
+        if !network.probes.isEmpty { settings.probes.probes = network.probes }
         let monitor = ConnectivityMonitor(
             binding: NetworkBinding(interface: network.interface, resolvers: network.resolvers, caFile: configuration.caFile),
             settings: settings)

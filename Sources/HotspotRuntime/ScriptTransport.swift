@@ -93,12 +93,12 @@ public final class ScriptTransport: HelperTransport {
     struct HelperNetworkContext: Equatable {
         let interface: String?
         let resolvers: [String]
-        let probeURLs: [String]
+        let probes: [Probe]
         let captivePortalAPI: String?
 
         init(_ network: NetworkDescription) {
-            (interface, resolvers, probeURLs, captivePortalAPI) =
-                (network.interface, network.resolvers, network.probeURLs, network.captivePortalAPI)
+            (interface, resolvers, probes, captivePortalAPI) =
+                (network.interface, network.resolvers, network.probes, network.captivePortalAPI)
         }
     }
 
@@ -181,7 +181,7 @@ public final class ScriptTransport: HelperTransport {
         HelperContext(
             hosts: helper.hosts, secrets: CommandPrivileges.secrets(configuration.secrets, of: helper.id, in: command, on: network),
             helper: helper.id,
-            interface: network?.interface, resolvers: network?.resolvers ?? [], probes: network?.probeURLs ?? [],
+            interface: network?.interface, resolvers: network?.resolvers ?? [], probes: network?.probes.map(\.compactText) ?? [],
             caFile: configuration.caFile, captivePortalAPI: network?.captivePortalAPI,
             allowsPlainHTTPCaptivePortalAPI: network?.allowsPlainHTTPCaptivePortalAPI(configured: configuration.allowsPlainHTTPCaptivePortalAPI)
                 ?? configuration.allowsPlainHTTPCaptivePortalAPI,

@@ -29,8 +29,10 @@ public struct SpawnError: Error, Sendable, CustomStringConvertible {
 ///     waits on for end of file.
 ///   - environmentOverrides: "NAME=value" entries in place of the inherited ones of the same
 ///     names; without any the child gets this process's environment as it is.
-///   - resettingSignals: the child starts with no signal blocked and every signal's default
-///     action, rather than this process's signal handling.
+///   - resettingSignals: the child starts with no signal blocked as well, rather than with
+///     this thread's mask. Every signal's action is the default in any case: an ignored one
+///     would stay ignored across exec, so a worker started after the daemon ignores SIGTERM
+///     (to take it as an event) could no longer be stopped by it.
 public func spawnProcess(_ executable: String, arguments: [String] = [], descriptors: [ChildDescriptor] = [],
                          closingFrom firstClosed: Int32? = nil, environmentOverrides: [String] = [],
                          resettingSignals: Bool = false) throws(SpawnError) -> Int32 {
@@ -66,16 +68,17 @@ public func spawnProcess(_ executable: String, arguments: [String] = [], descrip
     var pid: pid_t = 0
     let status = environment.withUnsafeBufferPointer { builtEnvironment in
         let envp = overrides.isEmpty ? UnsafePointer(environ) : builtEnvironment.baseAddress
-        guard resettingSignals else { return posix_spawn(&pid, executable, &actions, nil, argv, envp) }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
         var signals = sigset_t()
-        sigemptyset(&signals)
-        posix_spawnattr_setsigmask(&attributes, &signals)
         sigfillset(&signals)
         posix_spawnattr_setsigdefault(&attributes, &signals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        if resettingSignals {
+            sigemptyset(&signals)
+            posix_spawnattr_setsigmask(&attributes, &signals)
+        }
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | (resettingSignals ? POSIX_SPAWN_SETSIGMASK : 0)))
         return posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
     }
     guard status == 0 else { throw SpawnError(code: status) }

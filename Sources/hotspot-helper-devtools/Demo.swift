@@ -54,7 +54,7 @@ struct Demo: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let networks = zip(DemoVenue.all, portals).map { venue, portal in
             NetworkDescription(ssid: venue.ssid, isSecure: venue.isSecure, resolvers: ["127.0.0.1:\(dns.port)"],
-                               probeURLs: ["http://connectivitycheck.demo.example:\(portal.port)/generate_204"],
+                               probes: [Probe(url: "http://connectivitycheck.demo.example:\(portal.port)/generate_204")],
                                captivePortalAPI: venue.scenario == .capport ? "http://api.\(venue.settings.portalHost ?? ""):\(portal.port)/capport-api" : nil)
         }
 
@@ -127,7 +127,7 @@ struct Demo: AsyncParsableCommand {
     }
 
     func probe(_ network: NetworkDescription) -> ConnectivityVerdict.State {
-        ConnectivityProbe.run(ProbeSet(network.probeURLs.map(Probe.init(url:)), timeout: .seconds(3)),
+        ConnectivityProbe.run(ProbeSet(network.probes, timeout: .seconds(3)),
                               binding: NetworkBinding(resolvers: network.resolvers)).state
     }
 }

@@ -223,7 +223,7 @@ actor DevSession {
     private func networkToJoin(for helper: HelperScript) async throws -> NetworkDescription {
         guard scenario != nil || recording != nil else {
             return NetworkDescription(ssid: ssid, interface: network.interface, resolvers: network.resolvers,
-                                      probeURLs: portalURL.map { [$0] } ?? [])
+                                      probes: try portalURL.map { [try Probe.parse($0).get()] } ?? [])
         }
         let host = Self.portalHost(of: helper)
         if let simulated, simulated.host == host {
@@ -249,7 +249,7 @@ actor DevSession {
         }
         let portal = simulated!.portal
         return NetworkDescription(ssid: ssid, resolvers: ["127.0.0.1:\(portal.dns!.port)"],
-                                  probeURLs: ["http://connectivitycheck.dev.example:\(portal.port)/generate_204"],
+                                  probes: [Probe(url: "http://connectivitycheck.dev.example:\(portal.port)/generate_204")],
                                   captivePortalAPI: scenario == .capport ? "http://api.\(host):\(portal.port)/capport-api" : nil)
     }
 

@@ -99,7 +99,7 @@ struct Connect: AsyncParsableCommand {
         let api = captivePortalAPI.uri(interface: network.interface)
         if let note = api.note { output.write(.log(.info, note, network: ssid)) }
         let joined = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure,
-                                         interface: network.interface, resolvers: network.resolvers, probeURLs: keeping.probes.map(\.text),
+                                         interface: network.interface, resolvers: network.resolvers, probes: keeping.probes.map(\.probe),
                                          captivePortalAPI: api.uri, captivePortalAPIIsFromLink: api.note != nil)
         await runtime.join(joined)
         if stay.value > 0 { try? await Task.sleep(for: stay.duration) }

@@ -192,6 +192,10 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // First, so that a stop or reload that comes while the helpers load, the engine starts
+        // or the sources connect is held for `serve` rather than ending the daemon by the signal.
+        let signals = SignalEvents([SIGHUP, SIGTERM, SIGINT] + (stallsOnSIGUSR1 ? [SIGUSR1] : []))
+        defer { withExtendedLifetime(signals) {} }  // its signal sources live while the daemon serves
         let output = EventOutput(json: json)
         var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
@@ -213,7 +217,7 @@ struct Run: AsyncParsableCommand {
         settings.controlGroup = controlGroup.flatMap(ControlServer.groupID(named:))
         settings.metricsListen = metricsListen
         settings.metricsNetworkLabels = metricsNetworkLabels
-        settings.overrides = NetworkOverrides(resolvers: resolverOptions.resolvers, probeURLs: keeping.probes.map(\.text),
+        settings.overrides = NetworkOverrides(resolvers: resolverOptions.resolvers, probes: keeping.probes.map(\.probe),
                                               captivePortalAPI: captivePortalAPI.url)
         settings.probeInterval = probeInterval.value > 0 ? probeInterval.duration : nil
         settings.watch = watch
@@ -230,8 +234,6 @@ struct Run: AsyncParsableCommand {
             error.lines.forEach(output.fail)
             throw ExitCode(2)
         }
-        let signals = SignalEvents([SIGHUP, SIGTERM, SIGINT] + (stallsOnSIGUSR1 ? [SIGUSR1] : []))
-        defer { withExtendedLifetime(signals) {} }  // its signal sources live while the daemon serves
         await service.serve(signals: signals.received)
     }
 

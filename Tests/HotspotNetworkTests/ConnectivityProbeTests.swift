@@ -1,4 +1,5 @@
 import Foundation
+import HotspotCore
 import HotspotNetwork
 import Synchronization
 import Testing
@@ -232,5 +233,18 @@ struct ConnectivityProbeTests {
         #expect(probe.isHTTPS)
         #expect(try Probe.parse("http://g.test/generate_204").get() == Probe(url: "http://g.test/generate_204", expectation: .status(204)))
         #expect(try Probe.parse("http://a.test/ok").get().expectation == .bodyContains("success"))
+    }
+
+    @Test(arguments: [
+        "http://g.test/generate_204",
+        "http://a.test/ok",
+        "POST https://probe.test/ping +X-Client:hh +X-Other:a:b matches=^ok (yes|no)$",
+        "HEAD https://p.test/ +X-Empty: header=X-Status:online",
+        "  http://e.test/   equals=  two words  ",
+        "http://c.test/ contains=a=b status=200",
+    ])
+    func theCompactTextReadsBackToTheSameProbe(_ spec: String) throws {
+        let probe = try Probe.parse(spec).get()
+        #expect(try Probe.parse(probe.compactText).get() == probe)
     }
 }

@@ -18,7 +18,7 @@ struct StandardsTests {
     }
 
     static func network(_ portal: SimulatedPortal, api: String? = nil) -> NetworkDescription {
-        NetworkDescription(ssid: "Venue", probeURLs: ["http://127.0.0.1:\(portal.port)/generate_204"],
+        NetworkDescription(ssid: "Venue", probes: [Probe(url: "http://127.0.0.1:\(portal.port)/generate_204")],
                            captivePortalAPI: api.map { "http://127.0.0.1:\(portal.port)\($0)" } ?? nil)
     }
 
@@ -65,7 +65,7 @@ struct StandardsTests {
 
     static func probe(_ network: NetworkDescription) async throws -> ConnectivityVerdict.State {
         try await onOwnThread {
-            ConnectivityProbe.run(ProbeSet(network.probeURLs.map(Probe.init(url:)), timeout: .seconds(3)), binding: NetworkBinding()).state
+            ConnectivityProbe.run(ProbeSet(network.probes, timeout: .seconds(3)), binding: NetworkBinding()).state
         }
     }
 
@@ -673,7 +673,7 @@ struct StandardsTests {
 
             let withoutAPI = try await RuntimeFixture(scripts: ["capport": try Self.bundled("capport")], configuration: Self.configuration())
             defer { withoutAPI.engine.shutdown() }
-            await withoutAPI.runtime.join(NetworkDescription(ssid: "Other", probeURLs: network.probeURLs))
+            await withoutAPI.runtime.join(NetworkDescription(ssid: "Other", probes: network.probes))
             #expect(withoutAPI.events.commands(.evaluate).first?.confidence == Confidence.none)
         }
     }

@@ -29,6 +29,51 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: file))
     }
 
+    /// SSIDs are bytes: the NFC and NFD forms of one name are two networks, in memory and in
+    /// the file (whose keys would otherwise merge them, as a JSON object's decoder does).
+    @Test func theNFCAndNFDFormsOfOneNameStayTwoNetworksAcrossARestart() throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        let (composed, decomposed) = ("Caf\u{E9}", "Cafe\u{301}")
+        do {
+            let state = try StateDirectory(path: directory)
+            try state.update {
+                $0.chosenHelpers[composed] = "first"
+                $0.chosenHelpers[decomposed] = "second"
+                $0.exclusions[decomposed] = ["picky"]
+                $0.autoJoinDisabled.insert(composed)
+                $0.disabledForNetwork[decomposed] = ["off"]
+            }
+        }
+        let saved = try String(contentsOfFile: directory + "/state.json", encoding: .utf8)
+        #expect(saved.contains("\"ssidHex\" : \"436166c3a9\""), "\(saved)")
+        let reopened = try StateDirectory(path: directory).snapshot
+        #expect(reopened.chosenHelpers[composed] == "first")
+        #expect(reopened.chosenHelpers[decomposed] == "second")
+        #expect(reopened.exclusions[composed] == nil && reopened.exclusions[decomposed] == ["picky"])
+        #expect(reopened.autoJoinDisabled.contains(composed) && !reopened.autoJoinDisabled.contains(decomposed))
+        #expect(reopened.disabledForNetwork[composed] == nil && reopened.disabledForNetwork[decomposed] == ["off"])
+        #expect(reopened.chosenHelpers.all.map { Array($0.ssid.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+                == [Array(composed.utf8), Array(decomposed.utf8)].sorted { $0.lexicographicallyPrecedes($1) })
+    }
+
+    /// A state file of the format before, keyed by SSID, is read as it was written.
+    @Test func aStateFileOfTheFormatBeforeIsRead() throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        try """
+            {"chosenHelpers":{"Cafe":"aroma"},"exclusions":{"Cafe":["picky"]},"autoJoinDisabled":["Hotel"],
+             "disabledHelpers":["gone"],"disabledForNetwork":{"Hotel":["aroma"]}}
+            """.write(toFile: directory + "/state.json", atomically: false, encoding: .utf8)
+        let state = try StateDirectory(path: directory)
+        #expect(state.warnings.isEmpty, "\(state.warnings)")
+        var expected = PersistentState()
+        expected.chosenHelpers = ["Cafe": "aroma"]
+        expected.exclusions = ["Cafe": ["picky"]]
+        expected.autoJoinDisabled = ["Hotel"]
+        expected.disabledHelpers = ["gone"]
+        expected.disabledForNetwork = ["Hotel": ["aroma"]]
+        #expect(state.snapshot == expected)
+    }
+
     @Test func oneProcessOwnsTheDirectoryAndItsStateDirectoriesShareIt() throws {
         let directory = RuntimeFixture.temporaryDirectory()
         // flock is per open file: a descriptor of this test's own stands in for another process.

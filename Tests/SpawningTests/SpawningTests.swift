@@ -44,6 +44,18 @@ struct SpawningTests {
         #expect(!descriptors.contains(inherited), "descriptors \(descriptors)")
     }
 
+    /// The daemon ignores SIGTERM to take it as an event; a worker it spawns must still stop on it.
+    @Test func aSignalThisProcessIgnoresIsAtItsDefaultInTheChild() throws {
+        let previous = signal(SIGTERM, SIG_IGN)
+        let printed: String
+        do {
+            defer { signal(SIGTERM, previous) }
+            printed = try output(of: "/usr/bin/grep '^SigIgn:' /proc/self/status")
+        }
+        let mask = try #require(UInt64(printed.dropFirst("SigIgn:".count).trimmingCharacters(in: .whitespacesAndNewlines), radix: 16))
+        #expect(mask & (1 << (UInt64(SIGTERM) - 1)) == 0, "\(printed)")
+    }
+
     @Test func aProgramThatCannotStartIsTheSystemsReason() {
         #expect {
             try spawnProcess("/nonexistent/program")
