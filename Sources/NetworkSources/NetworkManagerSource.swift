@@ -92,6 +92,7 @@ private final class NetworkManagerConnection: ManagerConnection {
 
     func view(lookingAgain: Bool) -> ManagerView? {
         if needsLoading { load() }
+        readProfiles()
         guard objectsChanged || lookingAgain else { return nil }
         objectsChanged = false
         return ManagerView(objects, only: only)
@@ -119,6 +120,24 @@ private final class NetworkManagerConnection: ManagerConnection {
             agentRegisteredWith = owner
         } catch {
             events.yield(.note(.warn, "cannot register with NetworkManager as its secret agent: \(error); passwords helpers supply do not reach it"))
+        }
+    }
+
+    /// Reads whether NetworkManager activates the profiles of new active connections by itself;
+    /// one that cannot be read counts as one it does.
+    private func readProfiles() {
+        for profile in objects.profilesToRead {
+            var autoconnect: Bool?
+            do {
+                let answer = try bus.call(NetworkManagerAPI.busName, profile, NetworkManagerAPI.profile, "GetSettings")
+                autoconnect = answer.first.flatMap(NetworkManagerObjects.autoconnect(inSettings:))
+                if autoconnect == nil {
+                    events.yield(.note(.warn, "NetworkManager answered GetSettings of \(profile) with \(answer.first?.kind ?? "nothing"), not its settings"))
+                }
+            } catch {
+                events.yield(.note(.warn, "cannot read NetworkManager's profile \(profile): \(error)"))
+            }
+            objects.autoconnects[profile] = autoconnect ?? true
         }
     }
 
@@ -152,6 +171,8 @@ private final class NetworkManagerConnection: ManagerConnection {
             guard let changed = values.first else { return }
             objects.change(path, interface: interface, changed)
             if objects.namesUnknownObjects(changed) { needsLoading = true }
+        case (NetworkManagerAPI.profile, "Updated"):
+            objects.autoconnects[path] = nil  // read again with the next view
         case (NetworkManagerAPI.manager, "DeviceAdded"), (NetworkManagerAPI.wireless, "AccessPointAdded"):
             guard let added = values.first?.reference, objects.objects[added] == nil else { return }
             needsLoading = true  // announced before its interfaces were
