@@ -28,9 +28,10 @@ GUEST_PACKAGES := $(DEB_PACKAGES) mmdebstrap qemu-system-x86 linux-image-amd64 e
 # What `make test-wifi` needs (docs/WIFI-TESTBED.md): Debian's kernel, with mac80211_hwsim, booted
 # by qemu through virtme-ng (from PyPI, in a virtual environment: python3-venv; busybox-static
 # for its initramfs), and the host's own hostapd, iw, wpa_supplicant, NetworkManager (dhclient
-# for option 114), dnsmasq, dbus and curl, which the guest runs from the host's files.
+# for option 114), dnsmasq, dbus, curl and tcpdump (its captures are kept for a failure's
+# reasons), which the guest runs from the host's files.
 WIFI_PACKAGES := qemu-system-x86 linux-image-amd64 busybox-static python3-venv kmod hostapd iw wpasupplicant \
-	network-manager isc-dhcp-client dnsmasq-base dbus curl
+	network-manager isc-dhcp-client dnsmasq-base dbus curl tcpdump
 
 .PHONY: all deps test-deps profile-deps deb-deps guest-deps wifi-deps build release install deb test-package test-wifi test demo bench peer symbol-order check-sanitizers fuzz clean private-libraries
 

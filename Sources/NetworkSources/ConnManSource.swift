@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import DBusClient
 import HotspotCore
 import LinuxFiles
@@ -43,11 +40,14 @@ public final class ConnManSource: NetworkSource {
             SystemBusFollowing.run("ConnMan", until: self.wakeUp, events: events) { () throws(BusError) in
                 try ConnManConnection(only: self.interface, isAgent: self.isAgent, passwords: { self.passwords.withLock { $0 } }, events: events)
             } follow: { connection throws(BusError) in
-                try connection.follow(&report, until: self.wakeUp, news: self.news) {
-                    self.finished.withLock { finished in
+                // The helpers done with a network: ConnMan's RequestBrowser calls for it are answered.
+                try SystemBusFollowing.follow(connection, on: connection.bus, report: &report, until: self.wakeUp, events: events,
+                                              news: self.news) {
+                    let finished = self.finished.withLock { finished in
                         defer { finished = [] }
                         return finished
                     }
+                    for (ssid, authenticated) in finished { connection.answerBrowserRequests(for: ssid, authenticated: authenticated) }
                 }
             }
             self.news.close()
@@ -67,15 +67,15 @@ public final class ConnManSource: NetworkSource {
 }
 
 /// One connection to the system bus, following ConnMan on it, on the source's thread.
-private final class ConnManConnection {
-    private let bus: SystemBus
+private final class ConnManConnection: ManagerConnection {
+    static let things = "services"
+    let bus: SystemBus
     private let only: String?
     private let isAgent: Bool
     private let passwords: () -> [String: String]
     private let events: AsyncStream<NetworkSourceEvent>.Continuation
     private var services = ConnManServices()
-    /// ConnMan's unique name while it is on the bus: only its signals and calls count.
-    private var owner: String?
+    private(set) var owner: String?
     private var needsLoading = false
     private var servicesChanged = false
     /// The ConnMan the agent registered with, by unique name.
@@ -98,29 +98,13 @@ private final class ConnManConnection {
         owner = try SystemBusFollowing.owner(of: ConnManAPI.busName, on: bus)
     }
 
-    /// Follows ConnMan until `wakeUp` is woken; throws when the connection ends. `news` is
-    /// woken when `finished` has networks the helpers are done with.
-    func follow(_ report: inout ManagerReport, until wakeUp: WakeUpPipe, news: WakeUpPipe,
-                finished: () -> [(ssid: String, authenticated: Bool)]) throws(BusError) {
-        if owner == nil {
-            events.yield(.note(.warn, "ConnMan is not on the system bus; its services are followed once it is"))
-        } else {
-            needsLoading = true
-        }
-        while true {
-            try bus.dispatchPending()
-            if needsLoading { load() }
-            if owner == nil {
-                report.managerLeft()
-            } else if servicesChanged || report.nextLook.map({ $0 <= .now }) == true {
-                servicesChanged = false
-                for event in report.events(toward: ManagerView(services, only: only)) { events.yield(event) }
-            }
-            news.drain()
-            for (ssid, authenticated) in finished() { answerBrowserRequests(for: ssid, authenticated: authenticated) }
-            guard try SystemBusFollowing.wait(on: bus, until: report.nextLook, or: wakeUp,
-                                              alsoWatching: pollfd(fd: news.readEnd, events: Int16(POLLIN), revents: 0)) else { return }
-        }
+    func managerCame() { needsLoading = true }
+
+    func view(lookingAgain: Bool) -> ManagerView? {
+        if needsLoading { load() }
+        guard servicesChanged || lookingAgain else { return nil }
+        servicesChanged = false
+        return ManagerView(services, only: only)
     }
 
     /// Reads every service, and registers the agent.
@@ -149,7 +133,7 @@ private final class ConnManConnection {
     }
 
     private func ownerChanged(_ message: BusMessage) {
-        guard let change = SystemBusFollowing.ownerChange(message, of: "ConnMan", reading: "services", events: events) else { return }
+        guard let change = SystemBusFollowing.ownerChange(message, of: "ConnMan", reading: Self.things, events: events) else { return }
         owner = change
         browserRequests = [:]  // the ConnMan that asked is gone, or another took its name
         if change == nil { services.removeAll() } else { needsLoading = true }
@@ -234,7 +218,7 @@ private final class ConnManConnection {
 
     /// The helpers are done with `ssid`: ConnMan's RequestBrowser calls for it are answered,
     /// with success when a helper logged in, else Canceled.
-    private func answerBrowserRequests(for ssid: String, authenticated: Bool) {
+    func answerBrowserRequests(for ssid: String, authenticated: Bool) {
         guard let calls = browserRequests.removeValue(forKey: ssid) else { return }
         for call in calls {
             if authenticated {

@@ -17,6 +17,9 @@ struct ManagerView: Equatable {
     var scanList: [NetworkDescription] = []
     /// When each Wi-Fi device last scanned, so a new scan finding the same networks counts.
     var lastScans: [Int64] = []
+    /// Devices whose network the manager joined at someone's request, by interface name; any
+    /// other joined after the source's first look was joined by the manager itself.
+    var joinedOnRequest: Set<String> = []
     /// The manager is still activating what it activates as it starts: a device not activated
     /// yet may still be.
     var isStarting = false
@@ -97,7 +100,7 @@ struct ManagerReport {
                 if unchanged != was.network { events.append(.changed(network)) }
             } else {
                 // What is activated when the source first looks is the operator's join.
-                network.didAutoJoin = hasSynchronised
+                network.didAutoJoin = hasSynchronised && !view.joinedOnRequest.contains(interface)
                 events.append(.joined(network, reason: "\(manager) has \(interface) on \(network.ssid)"))
             }
             if let connectivity, connectivity != joined[interface]?.connectivity {

@@ -13,6 +13,8 @@ enum NetworkManagerAPI {
     static let loopback = "org.freedesktop.NetworkManager.Device.Loopback"
     static let accessPoint = "org.freedesktop.NetworkManager.AccessPoint"
     static let activeConnection = "org.freedesktop.NetworkManager.Connection.Active"
+    /// A profile: its settings come from GetSettings, not as properties.
+    static let profile = "org.freedesktop.NetworkManager.Settings.Connection"
     static let ip4Config = "org.freedesktop.NetworkManager.IP4Config"
     static let dhcp4Config = "org.freedesktop.NetworkManager.DHCP4Config"
     static let agentManagerPath = "/org/freedesktop/NetworkManager/AgentManager"
@@ -35,6 +37,24 @@ struct NetworkManagerObjects {
     typealias Properties = [String: BusValue]
 
     private(set) var objects: [String: [String: Properties]] = [:]
+    /// Whether NetworkManager activates a profile by itself (its `connection.autoconnect`), by
+    /// the profile's path: read with GetSettings for the profiles of active connections, since
+    /// NetworkManager does not say why it activated one.
+    var autoconnects: [String: Bool] = [:]
+
+    /// The profiles of active connections whose `autoconnect` is not read yet.
+    var profilesToRead: [String] {
+        Set(objects.values.compactMap { $0[NetworkManagerAPI.activeConnection]?["Connection"]?.reference })
+            .filter { autoconnects[$0] == nil }.sorted()
+    }
+
+    /// `connection.autoconnect` in GetSettings' answer (`a{sa{sv}}`), true where it is not
+    /// set, as NetworkManager defaults it; nil for an answer of another shape.
+    static func autoconnect(inSettings settings: BusValue) -> Bool? {
+        guard let groups = settings.stringKeyed else { return nil }
+        guard let value = groups["connection"]?.stringKeyed?["autoconnect"] else { return true }
+        return value.boolean
+    }
 
     subscript(path: String?, interface: String) -> Properties? {
         path.flatMap { objects[$0]?[interface] }
@@ -45,6 +65,7 @@ struct NetworkManagerObjects {
     mutating func load(_ managed: BusValue) -> Bool {
         guard case .array("{oa{sa{sv}}}", let entries) = managed else { return false }
         objects = [:]
+        autoconnects = [:]
         for case .dictionaryEntry(.objectPath(let path), let interfaces) in entries { add(path, interfaces: interfaces) }
         return true
     }
@@ -71,7 +92,10 @@ struct NetworkManagerObjects {
         objects[path, default: [:]][interface, default: [:]].merge(changed.stringKeyed ?? [:]) { $1 }
     }
 
-    mutating func removeAll() { objects = [:] }
+    mutating func removeAll() {
+        objects = [:]
+        autoconnects = [:]
+    }
 
     /// Whether `value` names an object not mirrored (one announced by no InterfacesAdded).
     func namesUnknownObjects(_ value: BusValue) -> Bool {
@@ -124,6 +148,11 @@ extension ManagerView {
                 }
                 let connectivity = reader.unsigned(device, "Ip4Connectivity", of: path) ?? managerConnectivity
                 devices[name] = .activated(network, connectivity.flatMap(Self.connectivity))
+                // A profile NetworkManager never activates by itself was activated at someone's request.
+                let active = objects[reader.reference(device, "ActiveConnection", of: path), NetworkManagerAPI.activeConnection]
+                if let profile = active?["Connection"]?.reference, objects.autoconnects[profile] == false {
+                    joinedOnRequest.insert(name)
+                }
             case NetworkManagerAPI.activating:
                 devices[name] = .activating
             default:

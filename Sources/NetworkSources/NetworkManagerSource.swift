@@ -51,22 +51,21 @@ public final class NetworkManagerSource: NetworkSource {
         SystemBusFollowing.run("NetworkManager", until: wakeUp, events: events) { () throws(BusError) in
             try NetworkManagerConnection(only: interface, isSecretAgent: isSecretAgent, passwords: { self.passwords.withLock { $0 } }, events: events)
         } follow: { connection throws(BusError) in
-            try connection.follow(&report, until: wakeUp)
+            try SystemBusFollowing.follow(connection, on: connection.bus, report: &report, until: wakeUp, events: events)
         }
     }
 }
 
 /// One connection to the system bus, following NetworkManager on it: made, used and closed on
 /// the source's thread, as sd-bus requires.
-private final class NetworkManagerConnection {
-    private let bus: SystemBus
+private final class NetworkManagerConnection: ManagerConnection {
+    static let things = "devices"
+    let bus: SystemBus
     private let only: String?
     private let passwords: () -> [String: String]
     private let events: AsyncStream<NetworkSourceEvent>.Continuation
     private var objects = NetworkManagerObjects()
-    /// NetworkManager's unique name while it is on the bus: only its signals and its requests
-    /// for secrets count.
-    private var owner: String?
+    private(set) var owner: String?
     /// NetworkManager came, or named an object not mirrored: read every object again.
     private var needsLoading = false
     private var objectsChanged = false
@@ -89,25 +88,14 @@ private final class NetworkManagerConnection {
         owner = try SystemBusFollowing.owner(of: NetworkManagerAPI.busName, on: bus)
     }
 
-    /// Follows NetworkManager until `wakeUp` is woken; throws when the connection ends.
-    /// `report` is what the daemon was told, before and after.
-    func follow(_ report: inout ManagerReport, until wakeUp: WakeUpPipe) throws(BusError) {
-        if owner == nil {
-            events.yield(.note(.warn, "NetworkManager is not on the system bus; its devices are followed once it is"))
-        } else {
-            needsLoading = true
-        }
-        while true {
-            try bus.dispatchPending()
-            if needsLoading { load() }
-            if owner == nil {
-                report.managerLeft()
-            } else if objectsChanged || report.nextLook.map({ $0 <= .now }) == true {
-                objectsChanged = false
-                for event in report.events(toward: ManagerView(objects, only: only)) { events.yield(event) }
-            }
-            guard try SystemBusFollowing.wait(on: bus, until: report.nextLook, or: wakeUp) else { return }
-        }
+    func managerCame() { needsLoading = true }
+
+    func view(lookingAgain: Bool) -> ManagerView? {
+        if needsLoading { load() }
+        readProfiles()
+        guard objectsChanged || lookingAgain else { return nil }
+        objectsChanged = false
+        return ManagerView(objects, only: only)
     }
 
     /// Reads every object of NetworkManager's, and registers the secret agent with it.
@@ -135,8 +123,26 @@ private final class NetworkManagerConnection {
         }
     }
 
+    /// Reads whether NetworkManager activates the profiles of new active connections by itself;
+    /// one that cannot be read counts as one it does.
+    private func readProfiles() {
+        for profile in objects.profilesToRead {
+            var autoconnect: Bool?
+            do {
+                let answer = try bus.call(NetworkManagerAPI.busName, profile, NetworkManagerAPI.profile, "GetSettings")
+                autoconnect = answer.first.flatMap(NetworkManagerObjects.autoconnect(inSettings:))
+                if autoconnect == nil {
+                    events.yield(.note(.warn, "NetworkManager answered GetSettings of \(profile) with \(answer.first?.kind ?? "nothing"), not its settings"))
+                }
+            } catch {
+                events.yield(.note(.warn, "cannot read NetworkManager's profile \(profile): \(error)"))
+            }
+            objects.autoconnects[profile] = autoconnect ?? true
+        }
+    }
+
     private func ownerChanged(_ message: BusMessage) {
-        guard let change = SystemBusFollowing.ownerChange(message, of: "NetworkManager", reading: "devices", events: events) else { return }
+        guard let change = SystemBusFollowing.ownerChange(message, of: "NetworkManager", reading: Self.things, events: events) else { return }
         owner = change
         if change == nil { objects.removeAll() } else { needsLoading = true }
     }
@@ -165,6 +171,8 @@ private final class NetworkManagerConnection {
             guard let changed = values.first else { return }
             objects.change(path, interface: interface, changed)
             if objects.namesUnknownObjects(changed) { needsLoading = true }
+        case (NetworkManagerAPI.profile, "Updated"):
+            objects.autoconnects[path] = nil  // read again with the next view
         case (NetworkManagerAPI.manager, "DeviceAdded"), (NetworkManagerAPI.wireless, "AccessPointAdded"):
             guard let added = values.first?.reference, objects.objects[added] == nil else { return }
             needsLoading = true  // announced before its interfaces were

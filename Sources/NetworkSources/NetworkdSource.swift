@@ -39,7 +39,7 @@ public final class NetworkdSource: NetworkSource {
             SystemBusFollowing.run("systemd-networkd", until: self.wakeUp, events: events) { () throws(BusError) in
                 try NetworkdConnection(only: self.interface, leases: self.leases, events: events)
             } follow: { connection throws(BusError) in
-                try connection.follow(&report, until: self.wakeUp)
+                try SystemBusFollowing.follow(connection, on: connection.bus, report: &report, until: self.wakeUp, events: events)
             }
         }
     }
@@ -50,13 +50,13 @@ public final class NetworkdSource: NetworkSource {
 }
 
 /// One connection to the system bus, following systemd-networkd on it, on the source's thread.
-private final class NetworkdConnection {
-    private let bus: SystemBus
+private final class NetworkdConnection: ManagerConnection {
+    static let things = "links"
+    let bus: SystemBus
     private let only: String?
     private let leases: String?
     private let events: AsyncStream<NetworkSourceEvent>.Continuation
-    /// networkd's unique name while it is on the bus: only its signals count.
-    private var owner: String?
+    private(set) var owner: String?
     private var needsReading = false
 
     init(only: String?, leases: String?, events: AsyncStream<NetworkSourceEvent>.Continuation) throws(BusError) {
@@ -72,25 +72,12 @@ private final class NetworkdConnection {
         owner = try SystemBusFollowing.owner(of: NetworkdAPI.busName, on: bus)
     }
 
-    /// Follows networkd until `wakeUp` is woken; throws when the connection ends.
-    func follow(_ report: inout ManagerReport, until wakeUp: WakeUpPipe) throws(BusError) {
-        if owner == nil {
-            events.yield(.note(.warn, "systemd-networkd is not on the system bus; its links are followed once it is"))
-        } else {
-            needsReading = true
-        }
-        while true {
-            try bus.dispatchPending()
-            if owner == nil {
-                report.managerLeft()
-            } else if needsReading || report.nextLook.map({ $0 <= .now }) == true {
-                needsReading = false
-                if let view = read() {
-                    for event in report.events(toward: view) { events.yield(event) }
-                }
-            }
-            guard try SystemBusFollowing.wait(on: bus, until: report.nextLook, or: wakeUp) else { return }
-        }
+    func managerCame() { needsReading = true }
+
+    func view(lookingAgain: Bool) -> ManagerView? {
+        guard needsReading || lookingAgain else { return nil }
+        needsReading = false
+        return read()
     }
 
     /// What networkd describes now; nil, said why, when it cannot be read.
@@ -118,7 +105,7 @@ private final class NetworkdConnection {
     }
 
     private func ownerChanged(_ message: BusMessage) {
-        guard let change = SystemBusFollowing.ownerChange(message, of: "systemd-networkd", reading: "links", events: events) else { return }
+        guard let change = SystemBusFollowing.ownerChange(message, of: "systemd-networkd", reading: Self.things, events: events) else { return }
         owner = change
         if change != nil { needsReading = true }
     }

@@ -56,6 +56,32 @@ enum SystemBusFollowing {
         }
     }
 
+    /// Follows `connection`'s manager until `wakeUp` is woken (throws when the connection
+    /// ends): each view of it that changed, or is due a look again, becomes the daemon's events
+    /// through `report`, what the daemon was told before and after. `turn` runs once a turn,
+    /// for what the source does besides, and `news` wakes a turn for it.
+    static func follow(_ connection: some ManagerConnection, on bus: SystemBus, report: inout ManagerReport, until wakeUp: WakeUpPipe,
+                       events: AsyncStream<NetworkSourceEvent>.Continuation, news: WakeUpPipe? = nil,
+                       turn: () -> Void = {}) throws(BusError) {
+        if connection.owner == nil {
+            events.yield(.note(.warn, "\(report.manager) is not on the system bus; its \(type(of: connection).things) are followed once it is"))
+        } else {
+            connection.managerCame()
+        }
+        while true {
+            try bus.dispatchPending()
+            if connection.owner == nil {
+                report.managerLeft()
+            } else if let view = connection.view(lookingAgain: report.nextLook.map({ $0 <= .now }) == true) {
+                for event in report.events(toward: view) { events.yield(event) }
+            }
+            news?.drain()
+            turn()
+            guard try wait(on: bus, until: report.nextLook, or: wakeUp,
+                           alsoWatching: news.map { pollfd(fd: $0.readEnd, events: Int16(POLLIN), revents: 0) }) else { return }
+        }
+    }
+
     /// Waits until the bus has work, `nextLook` comes, `other` is ready or `wakeUp` is woken;
     /// false once woken (or the wait failed): the source stops.
     static func wait(on bus: SystemBus, until nextLook: ContinuousClock.Instant?, or wakeUp: WakeUpPipe,
@@ -101,4 +127,18 @@ enum SystemBusFollowing {
         "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',interface='org.freedesktop.DBus',"
             + "member='NameOwnerChanged',arg0='\(name)'"
     }
+}
+
+/// One connection to the system bus following a manager, made, used and closed on its source's
+/// thread (as sd-bus requires), and driven by `SystemBusFollowing.follow`.
+protocol ManagerConnection: AnyObject {
+    /// What the manager's notes call what it manages: "devices", "services", "links".
+    static var things: String { get }
+    /// The manager's unique name while it is on the bus: only its signals and calls count.
+    var owner: String? { get }
+    /// The manager is on the bus as the following starts: it is to be read.
+    func managerCame()
+    /// What the manager says now, when that changed since the last view or `lookingAgain`;
+    /// nil otherwise, or when it cannot be read (said why).
+    func view(lookingAgain: Bool) -> ManagerView?
 }

@@ -178,4 +178,43 @@ struct NetworkManagerTests {
         #expect(try await daemon.waitForExit() == 0)
         try await onOwnThread { testbed.tearDown() }
     }
+
+    /// NetworkManager does not say why it activated a connection: a network it activates after
+    /// the daemon's first look is an automatic join, but not one whose profile it never
+    /// activates by itself (`autoconnect=no`), which someone asked for.
+    @Test func didAutoJoinIsFalseForAProfileNetworkManagerNeverActivatesByItself() async throws {
+        let testbed = try await onOwnThread { try NetworkManagerTestbed() }
+        let scripts = try CLI.temporaryDirectory()
+        try """
+        return {
+          name = "Watcher",
+          hosts = {},
+          evaluate = function(cmd)
+            print("did_auto_join " .. tostring(cmd.network.did_auto_join))
+            return "none"
+          end,
+        }
+        """.write(toFile: scripts + "/watcher.lua", atomically: true, encoding: .utf8)
+        let daemon = try testbed.daemon(["--scripts", scripts, "--state-dir", try CLI.temporaryDirectory()])
+        try await daemon.waitForEvent(Self.isMessage("NetworkManager is not on the system bus; its devices are followed once it is"))
+
+        // Whatever NetworkManager activated as the daemon first looked is joined first.
+        try testbed.startNetworkManager()
+        try await daemon.waitForEvent(Self.isMessage("did_auto_join "))
+        for (count, autoconnect) in [(2, "yes"), (3, "no")] {  // the count of joins
+            #expect(try await testbed.nmcli(["connection", "modify", "Aroma-Guest", "connection.autoconnect", autoconnect]).status == 0)
+            #expect(try await testbed.nmcli(["connection", "down", "Aroma-Guest"]).status == 0)
+            try await daemon.waitForEvent(count: count - 1, Self.isMessage("NetworkManager deactivated \(testbed.interface)"))
+            // The helper evaluates again as the verdicts change: the first evaluate of the new join counts.
+            let evaluated = daemon.events.filter(Self.isMessage("did_auto_join ")).count
+            let up = try await testbed.nmcli(["connection", "up", "Aroma-Guest"])
+            #expect(up.status == 0, "\(up.errors)")
+            let join = try await daemon.waitForEvent(count: evaluated + 1, Self.isMessage("did_auto_join "))
+            #expect(join.message == (autoconnect == "yes" ? "did_auto_join true" : "did_auto_join false"),
+                    "autoconnect=\(autoconnect): \(daemon.standardOutput.suffix(3000))")
+        }
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+        try await onOwnThread { testbed.tearDown() }
+    }
 }

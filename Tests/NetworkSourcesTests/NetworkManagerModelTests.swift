@@ -168,6 +168,33 @@ struct NetworkManagerModelTests {
         ], "activated later: NetworkManager joined it by itself")
     }
 
+    @Test func aProfileNetworkManagerNeverActivatesByItselfWasJoinedOnRequest() {
+        let profile = "/org/freedesktop/NetworkManager/Settings/4"
+        #expect(NetworkManagerObjects.autoconnect(inSettings: Self.interfaces(["connection": ["autoconnect": .boolean(false)]])) == false)
+        #expect(NetworkManagerObjects.autoconnect(inSettings: Self.interfaces(["connection": ["id": .string("cafe")]])) == true,
+                "autoconnect is true where it is not set")
+        #expect(NetworkManagerObjects.autoconnect(inSettings: .string("nonsense")) == nil)
+
+        var report = ManagerReport(manager: "NetworkManager")
+        var objects = Self.wifi(state: 30)
+        _ = Self.next(&report, objects)
+        objects.change(Self.active, interface: NetworkManagerAPI.activeConnection,
+                       .dictionary([("Connection", .variant(.objectPath(profile)))], valueSignature: "v"))
+        #expect(objects.profilesToRead == [profile], "the profile of an active connection is to be read")
+        objects.autoconnects[profile] = false
+        #expect(objects.profilesToRead.isEmpty)
+        objects.change(Self.device, interface: NetworkManagerAPI.device, .dictionary([("State", .variant(.uint32(100)))], valueSignature: "v"))
+        guard case .joined(let network, _)? = Self.next(&report, objects).first else { Issue.record("not joined"); return }
+        #expect(!network.didAutoJoin, "a profile with autoconnect=no was activated at someone's request")
+
+        objects.change(Self.device, interface: NetworkManagerAPI.device, .dictionary([("State", .variant(.uint32(30)))], valueSignature: "v"))
+        _ = Self.next(&report, objects)
+        objects.autoconnects[profile] = true
+        objects.change(Self.device, interface: NetworkManagerAPI.device, .dictionary([("State", .variant(.uint32(100)))], valueSignature: "v"))
+        guard case .joined(let again, _)? = Self.next(&report, objects).first else { Issue.record("not joined again"); return }
+        #expect(again.didAutoJoin, "one NetworkManager may activate by itself, after the first look, counts as automatic")
+    }
+
     @Test func aDeviceGoneIsLeftOnlyIfNetworkManagerStaysAndNotWhileItStarts() {
         var report = ManagerReport(manager: "NetworkManager")
         let start = ContinuousClock.now
