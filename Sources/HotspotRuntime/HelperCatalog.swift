@@ -108,7 +108,7 @@ public actor HelperCatalog {
             switch await HelperScript.load(path: scriptPath, text: text, into: engine) {
             case .success(let helper):
                 if let entry, let mismatch = SignedCatalog.mismatch(of: helper, with: entry) {
-                    engine.unload(helper.handle)
+                    helper.state.unload(from: engine)
                     change.problems.append(ScriptProblem(location: scriptPath, message: mismatch))
                     continue
                 }
@@ -127,7 +127,7 @@ public actor HelperCatalog {
         }
         // The running version read again keeps what it has; a new one with a problem is not taken.
         if trust != nil, catalogVersion != nil, version != catalogVersion, !change.problems.isEmpty {
-            for helper in loaded { engine.unload(helper.handle) }
+            for helper in loaded { helper.state.unload(from: engine) }
             change.added = []
             change.reloaded = []
             change.removed = []
@@ -151,7 +151,7 @@ public actor HelperCatalog {
         let engine = engine, delay = retirementDelay
         Task {
             try? await Task.sleep(for: delay)
-            engine.unload(helper.handle)
+            helper.state.unload(from: engine)
         }
     }
 }
