@@ -89,6 +89,9 @@ public actor HelperCatalog {
                 retiring.append(helper)
             }
         }
+        // Read first, then every changed script loaded at once (`loads`): one at a time,
+        // ten thousand scripts would wait for ten thousand round trips to the worker.
+        var changed: [(path: String, text: String, entry: SignedCatalog.Entry?)] = []
         for (scriptPath, verifiedText, entry) in scripts {
             let text: String
             if let verifiedText {
@@ -101,11 +104,15 @@ public actor HelperCatalog {
                     continue
                 }
             }
-            let previous = staged[scriptPath]
-            if let previous, previous.text == text {
+            if let previous = staged[scriptPath], previous.text == text {
                 continue
             }
-            switch await HelperScript.load(path: scriptPath, text: text, into: engine) {
+            changed.append((scriptPath, text, entry))
+        }
+        let results = await Self.loads(changed.map { ($0.path, $0.text) }, into: engine)
+        for ((scriptPath, text, entry), result) in zip(changed, results) {
+            let previous = staged[scriptPath]
+            switch result {
             case .success(let helper):
                 if let entry, let mismatch = SignedCatalog.mismatch(of: helper, with: entry) {
                     helper.state.unload(from: engine)
@@ -141,6 +148,31 @@ public actor HelperCatalog {
             change.catalogVersion = version
         }
         return change
+    }
+
+    /// How many scripts are loaded at once: enough to keep the worker busy while answers
+    /// travel, few enough that the states being described stay a small part of its memory.
+    static let concurrentLoads = 32
+
+    /// Loads `scripts` (path, text), `concurrentLoads` at a time; the results in their order.
+    private static func loads(_ scripts: [(path: String, text: String)],
+                              into engine: LuaEngine) async -> [Result<HelperScript, ScriptProblems>] {
+        await withTaskGroup(of: (Int, Result<HelperScript, ScriptProblems>).self) { group in
+            var results = [Result<HelperScript, ScriptProblems>?](repeating: nil, count: scripts.count)
+            var next = 0
+            func start() {
+                guard next < scripts.count else { return }
+                let index = next, (path, text) = scripts[index]
+                next += 1
+                group.addTask { (index, await HelperScript.load(path: path, text: text, into: engine)) }
+            }
+            for _ in 0..<concurrentLoads { start() }
+            for await (index, result) in group {
+                results[index] = result
+                start()
+            }
+            return results.map { $0! }
+        }
     }
 
     private var lastGood: String {

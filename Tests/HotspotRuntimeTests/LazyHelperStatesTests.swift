@@ -80,4 +80,21 @@ import Testing
         #expect(fixture.runtime.transport.declaredStatesBuilt == 1)
         #expect(claims.map(\.helper) == [Self.helperID(42)])
     }
+
+    /// What a catalog update of one helper among many costs: that helper loaded again, every
+    /// other one the same load, and no declared state built.
+    @Test func updatingOneHelperLeavesTheOthersStatesAlone() async throws {
+        let fixture = try await Self.fixture()
+        defer { fixture.engine.shutdown() }
+        let catalog = HelperCatalog(path: fixture.scripts, engine: fixture.engine)
+        #expect(await catalog.refresh().added.count == Self.count + 1)
+        let before = await catalog.helpers
+        let loaded = fixture.engine.scriptsLoaded
+        let id = Self.helperID(99)
+        try (Self.declared(99) + "\n-- version 2\n").write(toFile: "\(fixture.scripts)/\(id).lua", atomically: true, encoding: .utf8)
+        #expect(await catalog.refresh() == HelperCatalog.Change(reloaded: [id]))
+        let after = await catalog.helpers
+        #expect(zip(before, after).filter { $0 != $1 }.map { $0.0.id } == [id])
+        #expect(fixture.engine.scriptsLoaded == loaded)
+    }
 }
