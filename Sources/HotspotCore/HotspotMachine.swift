@@ -386,9 +386,16 @@ public actor HotspotMachine<Transport: HelperTransport> {
         sessions[ssid] = nil
     }
 
-    /// Runs `filter_scan_list` on every enabled helper and returns what each claims.
+    /// Runs `filter_scan_list` on every enabled helper and returns what each claims; a helper
+    /// that declares its networks only when one of them is in the list (its code does not run
+    /// for networks it does not handle).
     public func filterScanList(_ networks: [NetworkDescription]) async -> [NetworkClaim] {
-        let candidates = helpers(except: persistence.snapshot.disabledHelpers)
+        var candidates = helpers(except: persistence.snapshot.disabledHelpers)
+        if candidates.contains(where: { $0.declaredNetworks != nil }) {
+            candidates.removeAll { helper in
+                helper.declaredNetworks.map { declaration in !networks.contains { declaration.match($0) != nil } } ?? false
+            }
+        }
         var claims: [NetworkClaim] = []
         let request = CommandRequest(.filterScanList, network: nil, networkList: networks, deadline: deadline(of: .filterScanList))
         await sendAll(request, to: candidates) { helper, response in

@@ -89,6 +89,9 @@ public actor HelperCatalog {
                 retiring.append(helper)
             }
         }
+        // Read first, then every changed script loaded at once (`loads`): one at a time,
+        // ten thousand scripts would wait for ten thousand round trips to the worker.
+        var changed: [(path: String, text: String, entry: SignedCatalog.Entry?)] = []
         for (scriptPath, verifiedText, entry) in scripts {
             let text: String
             if let verifiedText {
@@ -101,14 +104,18 @@ public actor HelperCatalog {
                     continue
                 }
             }
-            let previous = staged[scriptPath]
-            if let previous, previous.text == text {
+            if let previous = staged[scriptPath], previous.text == text {
                 continue
             }
-            switch await HelperScript.load(path: scriptPath, text: text, into: engine) {
+            changed.append((scriptPath, text, entry))
+        }
+        let results = await Self.loads(changed.map { ($0.path, $0.text) }, into: engine)
+        for ((scriptPath, text, entry), result) in zip(changed, results) {
+            let previous = staged[scriptPath]
+            switch result {
             case .success(let helper):
                 if let entry, let mismatch = SignedCatalog.mismatch(of: helper, with: entry) {
-                    engine.unload(helper.handle)
+                    helper.state.unload(from: engine)
                     change.problems.append(ScriptProblem(location: scriptPath, message: mismatch))
                     continue
                 }
@@ -127,7 +134,7 @@ public actor HelperCatalog {
         }
         // The running version read again keeps what it has; a new one with a problem is not taken.
         if trust != nil, catalogVersion != nil, version != catalogVersion, !change.problems.isEmpty {
-            for helper in loaded { engine.unload(helper.handle) }
+            for helper in loaded { helper.state.unload(from: engine) }
             change.added = []
             change.reloaded = []
             change.removed = []
@@ -143,6 +150,31 @@ public actor HelperCatalog {
         return change
     }
 
+    /// How many scripts are loaded at once: enough to keep the worker busy while answers
+    /// travel, few enough that the states being described stay a small part of its memory.
+    static let concurrentLoads = 32
+
+    /// Loads `scripts` (path, text), `concurrentLoads` at a time; the results in their order.
+    private static func loads(_ scripts: [(path: String, text: String)],
+                              into engine: LuaEngine) async -> [Result<HelperScript, ScriptProblems>] {
+        await withTaskGroup(of: (Int, Result<HelperScript, ScriptProblems>).self) { group in
+            var results = [Result<HelperScript, ScriptProblems>?](repeating: nil, count: scripts.count)
+            var next = 0
+            func start() {
+                guard next < scripts.count else { return }
+                let index = next, (path, text) = scripts[index]
+                next += 1
+                group.addTask { (index, await HelperScript.load(path: path, text: text, into: engine)) }
+            }
+            for _ in 0..<concurrentLoads { start() }
+            for await (index, result) in group {
+                results[index] = result
+                start()
+            }
+            return results.map { $0! }
+        }
+    }
+
     private var lastGood: String {
         catalogVersion.map { "; the catalog version \($0) keeps running" } ?? ""
     }
@@ -151,7 +183,7 @@ public actor HelperCatalog {
         let engine = engine, delay = retirementDelay
         Task {
             try? await Task.sleep(for: delay)
-            engine.unload(helper.handle)
+            helper.state.unload(from: engine)
         }
     }
 }

@@ -22,7 +22,8 @@ public struct HelperScript: Sendable, Hashable {
     public let questions: PersonQuestions?
     /// The script's `networks`: chosen by it, never sent evaluate; nil when it declares none.
     public let declaredNetworks: NetworkDeclaration?
-    let handle: ScriptHandle
+    /// Its Lua state: built at load, or for a declared helper when it is first sent a command.
+    let state: HelperState
 
     public static let maximumDisplayNameLength = 15
     /// Far more than a venue script needs; a larger file is refused before it is read.
@@ -58,13 +59,16 @@ extension HelperScript {
     }
 
     /// Loads `text`, read from the script at `path`, into `engine` and checks its contract:
-    /// every problem is reported, with its line where the source shows it.
+    /// every problem is reported, with its line where the source shows it. The script runs
+    /// once to be described; a helper that declares its networks keeps no state after that
+    /// (see `HelperState`).
     public static func load(path: String, text: String, into engine: LuaEngine) async -> Result<HelperScript, ScriptProblems> {
         let handle: ScriptHandle
         let description: CallOutcome
+        let source = ScriptSource(path: path, text: text)
         do {
             // What the script returned, described by the prelude, in the load's round trip.
-            (handle, description) = try await engine.load(ScriptSource(path: path, text: text), thenCalling: ScriptNames.Entry.describe.rawValue)
+            (handle, description) = try await engine.load(source, thenCalling: ScriptNames.Entry.describe.rawValue)
         } catch {
             return .failure(ScriptProblems(problems: [ScriptProblem(location: error.location.map { untruncated($0, path: path) } ?? path,
                                                                          message: messageWithoutLocation(error))]))
@@ -79,9 +83,16 @@ extension HelperScript {
         switch check(described, path: path, source: text) {
         case .success(let contract):
             let id = path.pathLastComponent.pathDeletingExtension
+            let state: HelperState
+            if contract.declaredNetworks != nil {
+                engine.unload(handle)
+                state = HelperState(buildingLaterFrom: source)
+            } else {
+                state = HelperState(built: handle)
+            }
             return .success(HelperScript(id: id, path: path, displayName: contract.displayName, hosts: contract.hosts,
                                          followsPortal: contract.followsPortal, handlers: contract.handlers,
-                                         questions: contract.questions, declaredNetworks: contract.declaredNetworks, handle: handle))
+                                         questions: contract.questions, declaredNetworks: contract.declaredNetworks, state: state))
         case .failure(let problems):
             engine.unload(handle)
             return .failure(problems)

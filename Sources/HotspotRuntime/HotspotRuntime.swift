@@ -23,6 +23,9 @@ public struct RuntimeConfiguration: Sendable {
     /// How long before a Captive Portal API session runs out `maintain` comes (at most a
     /// quarter of what remains).
     public var captivePortalRenewalMargin: Duration = .seconds(60)
+    /// How many declared helpers' states stay built once used (see `HelperState`): the venues
+    /// a device is at or was at lately, without its memory growing with every venue it passes.
+    public var keptDeclaredStates = 16
 
     public init(policy: HotspotRuntime.Policy = .init(), secrets: Secrets = Secrets(), caFile: String? = nil) {
         self.policy = policy

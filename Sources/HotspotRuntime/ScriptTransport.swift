@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Synchronization
 import Locking
 public import HotspotCore
 import LuaSandbox
@@ -21,6 +22,9 @@ public final class ScriptTransport: HelperTransport {
     private let cookieSessionPrefix = UUID().uuidString
     /// Each helper's encoded own table, by helper id and command (see `encodedHelperTable`).
     private let encodedHelperTables = PlainLock<[EncodedHelperTable.Key: EncodedHelperTable]>([:])
+    /// The declared helpers' states built, least recently used first (see `acquire`).
+    private let recentDeclaredStates = PlainLock<[HelperState]>([])
+    private let statesBuilt = Atomic<Int>(0)
 
     init(engine: LuaEngine, stateDirectory: StateDirectory, configuration: RuntimeConfiguration,
          events: @escaping @Sendable (HotspotEvent) -> Void) {
@@ -31,35 +35,93 @@ public final class ScriptTransport: HelperTransport {
     }
 
     public nonisolated(nonsending) func send(_ request: CommandRequest, to helper: HelperScript) async -> HelperResponse {
+        let handle: ScriptHandle
+        switch await acquire(helper) {
+        case .success(let acquired): handle = acquired
+        case .failure(let error): return conclude(request, helper, outcome: CallOutcome(result: .failure(error)))
+        }
+        defer { helper.state.release() }
         let arguments = [helperTable(for: helper, network: request.network, command: request.command), sharedTable(request)]
-        let outcome = await engine.call(helper.handle, ScriptNames.Entry.dispatch.rawValue, arguments, deadline: Self.deadline(of: request),
+        let outcome = await engine.call(handle, ScriptNames.Entry.dispatch.rawValue, arguments, deadline: Self.deadline(of: request),
                                         cpuLimit: request.cpuLimit)
         return conclude(request, helper, outcome: outcome)
     }
 
     public nonisolated(nonsending) func sendAll(_ request: CommandRequest, to helpers: [HelperScript],
                                                 _ take: (HelperScript, HelperResponse) -> Bool) async {
+        // Every helper's state first (a declared helper's is built now if it is not); one
+        // that cannot be had answers its failure at once.
+        var handles: [ScriptHandle] = []
+        var called: [Int] = []
+        var acquired: [HelperState] = []
+        defer { acquired.forEach { $0.release() } }
+        for (index, helper) in helpers.enumerated() {
+            // A state built at load stays until the helper is retired, well after this call.
+            if !helper.state.isLazy, let handle = helper.state.handle {
+                handles.append(handle)
+                called.append(index)
+                continue
+            }
+            switch await acquire(helper) {
+            case .success(let handle):
+                handles.append(handle)
+                called.append(index)
+                acquired.append(helper.state)
+            case .failure(let error):
+                guard take(helper, conclude(request, helper, outcome: CallOutcome(result: .failure(error)))) else { return }
+            }
+        }
         // Each helper's part is made (or taken already encoded) as it is sent, so the first
         // helpers run while the rest are made; the part they share is encoded once.
         let network = request.network, command = request.command
-        let outcomes = engine.callAll(count: helpers.count, sharing: [sharedTable(request)], deadline: Self.deadline(of: request),
-                                      cpuLimit: request.cpuLimit) { index in
-            let helper = helpers[index]
+        let outcomes = engine.callAll(count: called.count, sharing: [sharedTable(request)], deadline: Self.deadline(of: request),
+                                      cpuLimit: request.cpuLimit) { position in
+            let helper = helpers[called[position]], handle = handles[position]
             guard let encoded = self.encodedHelperTable(for: helper, network: network, command: command) else {
-                return ScriptCall(helper.handle, ScriptNames.Entry.dispatch.rawValue, [self.helperTable(for: helper, network: network, command: command)])  // reports the error
+                return ScriptCall(handle, ScriptNames.Entry.dispatch.rawValue, [self.helperTable(for: helper, network: network, command: command)])  // reports the error
             }
-            return ScriptCall(helper.handle, ScriptNames.Entry.dispatch.rawValue, encodedArguments: encoded)
+            return ScriptCall(handle, ScriptNames.Entry.dispatch.rawValue, encodedArguments: encoded)
         }
         // Leaving the loop cancels the calls not answered yet in the engine.
-        for await (index, outcome) in outcomes {
-            guard take(helpers[index], conclude(request, helpers[index], outcome: outcome)) else { return }
+        for await (position, outcome) in outcomes {
+            let helper = helpers[called[position]]
+            guard take(helper, conclude(request, helper, outcome: outcome)) else { return }
         }
     }
+
+    /// The helper's state, built first for a declared helper whose state is not, and counted
+    /// in use until `release`. Of the declared helpers' states, the `keptDeclaredStates` most
+    /// recently used stay built; beyond them, the least recently used not in use is dropped.
+    private nonisolated(nonsending) func acquire(_ helper: HelperScript) async -> Result<ScriptHandle, LuaScriptError> {
+        let state = helper.state
+        let result = await state.acquire(in: engine) {
+            statesBuilt.add(1, ordering: .relaxed)
+            emit(.log(.debug, "the state of \(helper.id) is built", helper: helper.id))
+        }
+        guard state.isLazy, case .success = result else { return result }
+        let dropping: [HelperState] = recentDeclaredStates.withLock { recent in
+            recent.removeAll { $0 === state }
+            recent.append(state)
+            let surplus = recent.count - configuration.keptDeclaredStates
+            guard surplus > 0 else { return [] }
+            return Array(recent.prefix(surplus))
+        }
+        let dropped = dropping.filter { $0.dropIfUnused(from: engine) }
+        if !dropped.isEmpty {
+            recentDeclaredStates.withLock { recent in recent.removeAll { state in dropped.contains { $0 === state } } }
+        }
+        return result
+    }
+
+    /// How many declared helpers' states were built when they were first needed (for tests).
+    public var declaredStatesBuilt: Int { statesBuilt.load(ordering: .relaxed) }
 
     public func helpersReplaced(by helpers: [HelperScript]) {
         // An encoding of a helper that is gone would stay for good, holding its table.
         let ids = Set(helpers.map(\.id))
         encodedHelperTables.withLock { tables in tables = tables.filter { ids.contains($0.key.helper) } }
+        let states = Set(helpers.map(\.state))
+        recentDeclaredStates.withLock { recent in recent.removeAll { !states.contains($0) } }
     }
 
     /// The helpers whose own table is kept encoded (for tests).

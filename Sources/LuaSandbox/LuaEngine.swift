@@ -392,6 +392,9 @@ public final class LuaEngine: Sendable {
     /// How many calls into scripts the engine has made (for tests that count what code ran).
     public var callsMade: Int { callCount.load(ordering: .relaxed) }
 
+    /// How many scripts' states the workers hold (for tests that count what was built).
+    public var scriptsLoaded: Int { slots.reduce(0) { $0 + $1.loadedScriptCount } }
+
     /// The worker processes' ids, in slot order (for monitoring and tests).
     public var workerProcessIDs: [Int32] { slots.map(\.processID) }
 

@@ -82,6 +82,7 @@ final class WorkerSlot: Sendable {
     }
 
     var scriptCount: Int { state.withLock { $0.scripts.count + $0.pending.count } }
+    var loadedScriptCount: Int { state.withLock { $0.scripts.count } }
     var processID: Int32 { state.withLock { $0.process?.pid ?? 0 } }
     var requestsInFlight: Int { state.withLock { $0.pending.values.count { !$0.isCancelled } } }
     var residentBytes: Int? { state.withLock { $0.process }?.residentBytes }

@@ -15,7 +15,7 @@ struct HelperCatalogTests {
         try venue("Two").write(toFile: directory + "/two.lua", atomically: true, encoding: .utf8)
         #expect(await catalog.refresh() == HelperCatalog.Change(added: ["one", "two"]))
         #expect(await catalog.refresh() == HelperCatalog.Change(), "the same text is not loaded again")
-        let first = try #require(await catalog.helpers.first)
+        let first = try #require(await catalog.helpers.first?.state.handle)
 
         try venue("One again", confidence: "high").write(toFile: directory + "/one.lua", atomically: true, encoding: .utf8)
         #expect(await catalog.refresh() == HelperCatalog.Change(reloaded: ["one"]))
@@ -27,8 +27,8 @@ struct HelperCatalogTests {
         #expect(broken.problems.map(\.location) == [directory + "/one.lua:3"])
         #expect(await catalog.helpers.map(\.displayName) == ["One again", "Two"], "the last good version stays")
         let lastGood = try #require(await catalog.helpers.first)
-        try await eventually("the version reloaded over is retired") { (try? await engine.call(first.handle, "describe").get()) == nil }
-        #expect(try await engine.call(lastGood.handle, "describe").get().first?.tableValue?["name"] == "One again",
+        try await eventually("the version reloaded over is retired") { (try? await engine.call(first, "describe").get()) == nil }
+        #expect(try await engine.call(try #require(lastGood.state.handle), "describe").get().first?.tableValue?["name"] == "One again",
                 "the last good version still answers")
 
         try FileManager.default.removeItem(atPath: directory + "/two.lua")

@@ -32,6 +32,7 @@ struct HotspotBench {
         figures += await measure("Cold start to first command") { try await measureColdStart() }
         figures += await measure("Hot reload") { try await measureHotReload() }
         figures += await measure("Idle daemon RSS") { try await measureDaemonMemory() }
+        figures += await measure("10,000 declared helpers") { try await measureManyHelpers() }
         figures += await measure("Soak") { try await measureSoak() }
         figures += await measure("Person's page") { try await measurePersonPage() }
         figures += await measure("Metrics, per-command overhead") { [try await measureMetricsOverhead()] }
