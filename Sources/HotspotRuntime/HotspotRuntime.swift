@@ -23,6 +23,9 @@ public struct RuntimeConfiguration: Sendable {
     /// How long before a Captive Portal API session runs out `maintain` comes (at most a
     /// quarter of what remains).
     public var captivePortalRenewalMargin: Duration = .seconds(60)
+    /// Where a helper's failed attempts are written as HAR files; nil (the default) keeps
+    /// no request at all.
+    public var failureRecordings: FailureRecordings?
 
     public init(policy: HotspotRuntime.Policy = .init(), secrets: Secrets = Secrets(), caFile: String? = nil) {
         self.policy = policy
