@@ -153,7 +153,7 @@ let package = Package(
         // the helper catalog, secrets, events rendered as JSON lines and a timeline.
         // Its Prelude/*.lua are embedded as Swift strings by the EmbedLua plugin.
         .target(
-            name: "HotspotRuntime", dependencies: ["HotspotCore", "LinuxFiles", "LuaSandbox", "HotspotNetwork", "JSON", "ScriptContract", "Locking", "COpenSSLCrypto"],
+            name: "HotspotRuntime", dependencies: ["HotspotCore", "LinuxFiles", "LuaSandbox", "HotspotNetwork", "JSON", "ScriptContract", "Locking", "COpenSSLCrypto", "PortalRecording"],
             swiftSettings: swiftSettings, plugins: ["EmbedLua"]),
         // Writes a target's .lua files into a Swift file as strings, for the EmbedLua plugin.
         .executableTarget(name: "embed-lua", swiftSettings: swiftSettings),

@@ -109,6 +109,29 @@ package struct KeepingOptions: ParsableArguments {
     }
 }
 
+/// Recordings of a helper's failed attempts at a venue: the options `run` and `connect` share.
+package struct FailureRecordingOptions: ParsableArguments {
+    package init() {}
+
+    @Flag(name: .customLong("record-failures"),
+          help: "When a helper fails at a venue, write the requests of that attempt as a HAR file in STATE-DIR/failures (secrets and personal data taken out; the latest 20 kept), to replay with `hotspot-helper simulate --har`.")
+    package var recordFailures = false
+
+    @Option(name: .customLong("record-failures-to"),
+            help: ArgumentHelp("Write those recordings in this directory instead (implies --record-failures).", valueName: "dir"))
+    package var directory: String?
+
+    /// Where the recordings go, nil when none is asked for; `--record-failures` needs a state directory.
+    package func recordings(stateDirectory: String?) throws -> FailureRecordings? {
+        if let directory { return FailureRecordings(directory: directory) }
+        guard recordFailures else { return nil }
+        guard let stateDirectory else {
+            throw ValidationError("--record-failures writes in STATE-DIR/failures: give --state-dir, or --record-failures-to DIR")
+        }
+        return FailureRecordings(directory: stateDirectory + "/failures")
+    }
+}
+
 /// The script engine with every script at a path loaded as a helper. A command that cannot
 /// have it (no engine, a script that does not load) says why and exits 2.
 package struct LoadedHelpers {

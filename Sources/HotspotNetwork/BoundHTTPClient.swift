@@ -122,13 +122,16 @@ public struct BoundHTTPClient: Sendable {
     public var allowedHosts: [HostPattern]
     public var cookies: CookieJar?
     public var userAgent: String
+    /// Where each hop's request and response go as well, when failures are recorded.
+    public var exchangeLog: ExchangeLog?
 
     public init(binding: NetworkBinding = NetworkBinding(), allowedHosts: [HostPattern], cookies: CookieJar? = nil,
-                userAgent: String = "hotspot-helper/1") {
+                userAgent: String = "hotspot-helper/1", exchangeLog: ExchangeLog? = nil) {
         self.binding = binding
         self.allowedHosts = allowedHosts
         self.cookies = cookies
         self.userAgent = userAgent
+        self.exchangeLog = exchangeLog
     }
 
     /// Why libcurl cannot be used (not installed, or its initialisation failed), or nil
@@ -155,8 +158,8 @@ public struct BoundHTTPClient: Sendable {
         var url = request.url
         var redirects: [(status: Int, url: String)] = []
         while true {
-            let hop = try transfer(method: method, url: url, headers: request.headers, body: body,
-                                   maxBody: request.maxBody, end: end, isCancelled: isCancelled)
+            let hop = try recordedTransfer(method: method, url: url, headers: request.headers, body: body,
+                                           maxBody: request.maxBody, end: end, isCancelled: isCancelled)
             guard request.followRedirects, [301, 302, 303, 307, 308].contains(hop.status),
                   let location = hop.header("location") else {
                 return HTTPResponse(status: hop.status, headers: hop.headers, body: hop.body, url: url,
@@ -174,6 +177,31 @@ public struct BoundHTTPClient: Sendable {
                 body = nil
             }
             url = next.text
+        }
+    }
+
+    /// `transfer`, and what it sent and got in the exchange log when there is one.
+    private func recordedTransfer(method: String, url: String, headers: [(name: String, value: String)], body: [UInt8]?,
+                                  maxBody: Int, end: ContinuousClock.Instant,
+                                  isCancelled: @escaping () -> Bool) throws(HTTPFailure) -> HTTPResponse {
+        guard let exchangeLog else {
+            return try transfer(method: method, url: url, headers: headers, body: body, maxBody: maxBody, end: end, isCancelled: isCancelled)
+        }
+        let started = HTTPExchange.now, start = ContinuousClock.now
+        var exchange = HTTPExchange(started: started, method: method, url: url,
+                                    requestHeaders: [("User-Agent", userAgent)] + headers, requestBody: body,
+                                    status: 0, responseHeaders: [], responseBody: [], milliseconds: 0)
+        defer {
+            exchange.milliseconds = Double(start.duration(to: .now) / .microseconds(1)) / 1000
+            exchangeLog.append(exchange)
+        }
+        do throws(HTTPFailure) {
+            let hop = try transfer(method: method, url: url, headers: headers, body: body, maxBody: maxBody, end: end, isCancelled: isCancelled)
+            (exchange.status, exchange.responseHeaders, exchange.responseBody) = (hop.status, hop.headers, hop.body)
+            return hop
+        } catch {
+            exchange.failure = error.description
+            throw error
         }
     }
 

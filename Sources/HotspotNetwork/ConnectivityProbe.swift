@@ -128,7 +128,7 @@ public struct ConnectivityVerdict: Sendable, Equatable {
 /// are cancelled and left to end by themselves.
 public enum ConnectivityProbe {
     public static func run(_ set: ProbeSet, binding: NetworkBinding, deadline: ContinuousClock.Instant? = nil,
-                           link: NetworkLink = .system, findPortalURL: PortalURLFinder? = nil,
+                           link: NetworkLink = .system, findPortalURL: PortalURLFinder? = nil, exchangeLog: ExchangeLog? = nil,
                            isCancelled: @escaping @Sendable () -> Bool = { false }) -> ConnectivityVerdict {
         let probes = set.effectiveProbes
         let needed = min(probes.count, max(1, Int((set.threshold * Double(probes.count)).rounded(.up))))
@@ -137,7 +137,7 @@ public enum ConnectivityProbe {
         let stop: @Sendable () -> Bool = { isCancelled() || check.isSettled }
         let probing: @Sendable (Probe) -> Void = { probe in
             check.record(attempt(probe, binding: binding, timeout: set.timeout, deadline: deadline, start: start,
-                                 findPortalURL: findPortalURL, isCancelled: stop))
+                                 findPortalURL: findPortalURL, exchangeLog: exchangeLog, isCancelled: stop))
         }
         // The caller waits for the verdict anyway: a probe alone runs on its thread, which
         // saves starting one and waking the caller from it (a login's checks are one probe).
@@ -255,14 +255,14 @@ public enum ConnectivityProbe {
     }
 
     static func attempt(_ probe: Probe, binding: NetworkBinding, timeout: Duration, deadline: ContinuousClock.Instant?,
-                        start: ContinuousClock.Instant, findPortalURL: PortalURLFinder?,
+                        start: ContinuousClock.Instant, findPortalURL: PortalURLFinder?, exchangeLog: ExchangeLog?,
                         isCancelled: @escaping () -> Bool) -> ProbeResult? {
         var result = ProbeResult(url: probe.url, isHTTPS: probe.isHTTPS, outcome: .failed, summary: "", elapsed: .zero)
         guard let host = URLReference(probe.url).hostParts?.host, case .success(let pattern) = HostPattern.parse(host) else {
             result.summary = "not a URL with a host"
             return result
         }
-        let client = BoundHTTPClient(binding: binding, allowedHosts: [pattern])
+        let client = BoundHTTPClient(binding: binding, allowedHosts: [pattern], exchangeLog: exchangeLog)
         let headers = [("Cache-Control", "no-cache")] + probe.headers.map { ($0.name, $0.value) }
         let request = HTTPRequest(method: probe.method, url: probe.url, headers: headers, timeout: timeout,
                                   followRedirects: false, maxBody: 65_536)

@@ -26,6 +26,9 @@ public struct RuntimeConfiguration: Sendable {
     /// How many declared helpers' states stay built once used (see `HelperState`): the venues
     /// a device is at or was at lately, without its memory growing with every venue it passes.
     public var keptDeclaredStates = 16
+    /// Where a helper's failed attempts are written as HAR files; nil (the default) keeps
+    /// no request at all.
+    public var failureRecordings: FailureRecordings?
 
     public init(policy: HotspotRuntime.Policy = .init(), secrets: Secrets = Secrets(), caFile: String? = nil) {
         self.policy = policy

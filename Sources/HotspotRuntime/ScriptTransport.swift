@@ -44,7 +44,36 @@ public final class ScriptTransport: HelperTransport {
         let arguments = [helperTable(for: helper, network: request.network, command: request.command), sharedTable(request)]
         let outcome = await engine.call(handle, ScriptNames.Entry.dispatch.rawValue, arguments, deadline: Self.deadline(of: request),
                                         cpuLimit: request.cpuLimit)
-        return conclude(request, helper, outcome: outcome)
+        let response = conclude(request, helper, outcome: outcome)
+        if let recordings = configuration.failureRecordings, let network = request.network,
+           FailureRecordings.records(request.command, response.result) {
+            await recordFailure(request, of: helper, on: network, arguments: arguments, into: recordings)
+        }
+        return response
+    }
+
+    /// Takes the requests the helper's session made from its worker and writes them where
+    /// `recordings` says, reporting the file (or why there is none) as an event.
+    private func recordFailure(_ request: CommandRequest, of helper: HelperScript, on network: NetworkDescription,
+                               arguments: [LuaValue], into recordings: FailureRecordings) async {
+        let outcome = await engine.call(helper.handle, ScriptNames.Entry.exchanges.rawValue, arguments, deadline: .after(.seconds(5)))
+        let log = { (level: LogEvent.Level, message: String) in
+            self.emit(.log(level, message, network: network.ssid, helper: helper.id, command: request.command))
+        }
+        guard case .success(let values) = outcome.result, let answer = values.first else {
+            log(.error, "the failed attempt could not be recorded: its requests were not handed over")
+            return
+        }
+        do throws(RecordingProblem) {
+            let hidden = configuration.secrets.hiding(Array(request.answers.values))
+            guard let (path, count) = try recordings.write(answer, helper: helper.id, network: network.ssid, command: request.command,
+                                                           hidden: hidden)
+            else { return }
+            log(.warn, "the failed attempt's \(count) requests are recorded in \(path), secrets and personal data taken out; "
+                + "replay it with `hotspot-helper simulate --har \(path)`")
+        } catch {
+            log(.error, "the failed attempt could not be recorded: \(error)")
+        }
     }
 
     public nonisolated(nonsending) func sendAll(_ request: CommandRequest, to helpers: [HelperScript],
@@ -247,7 +276,7 @@ public final class ScriptTransport: HelperTransport {
             caFile: configuration.caFile, captivePortalAPI: network?.captivePortalAPI,
             allowsPlainHTTPCaptivePortalAPI: network?.allowsPlainHTTPCaptivePortalAPI(configured: configuration.allowsPlainHTTPCaptivePortalAPI)
                 ?? configuration.allowsPlainHTTPCaptivePortalAPI,
-            followsPortal: helper.followsPortal
+            followsPortal: helper.followsPortal, recordsExchanges: configuration.failureRecordings != nil
         ).luaValue
     }
 

@@ -26,6 +26,14 @@ public struct Secrets: Sendable, Equatable {
 
     public func of(helper: String) -> [String: String] { sections[helper] ?? [:] }
 
+    /// These secrets with `more` values hidden alike (a recording's cookies, tokens, what a
+    /// person typed), in every form `redact` finds them.
+    public func hiding(_ more: [String]) -> Secrets {
+        var copy = self
+        copy.values = Set(values + more).filter { !$0.isEmpty }.sorted { $0.count > $1.count }
+        return copy
+    }
+
     /// The text with every secret's value replaced by `[secret]`, wherever its bytes are,
     /// however the text's characters combine around it, and in every form the runtime and
     /// the libraries it uses write text: percent-encoded (a URL in `cmd:http`'s failures, any

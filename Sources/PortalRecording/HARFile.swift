@@ -29,6 +29,28 @@ public struct RecordedExchange: Sendable {
     /// browser did not keep it.
     public let responseBody: [UInt8]
     public let responseContentType: String
+    /// How long the exchange took, 0 when unknown.
+    public let milliseconds: Double
+    /// What the recording says of it (why no response came), written as the entry's `comment`.
+    public let comment: String?
+
+    public init(entry: Int, started: Double, method: String, url: RecordedURL, requestHeaders: [(name: String, value: String)],
+                requestBody: String?, requestContentType: String?, status: Int, responseHeaders: [(name: String, value: String)],
+                responseBody: [UInt8], responseContentType: String, milliseconds: Double = 0, comment: String? = nil) {
+        self.entry = entry
+        self.started = started
+        self.method = method
+        self.url = url
+        self.requestHeaders = requestHeaders
+        self.requestBody = requestBody
+        self.requestContentType = requestContentType
+        self.status = status
+        self.responseHeaders = responseHeaders
+        self.responseBody = responseBody
+        self.responseContentType = responseContentType
+        self.milliseconds = milliseconds
+        self.comment = comment
+    }
 
     /// The first request header of that name (case-insensitive).
     public func requestHeader(_ name: String) -> String? {
@@ -197,6 +219,55 @@ public enum HARFile {
             responseBody: body, responseContentType: content?["mimeType"]?.text ?? "")
     }
 
+    /// `exchanges` as a HAR 1.2 document that `read` (and a browser's HAR viewer) reads back;
+    /// `creator` names what wrote it, `comment` what it is.
+    public static func encode(_ exchanges: [RecordedExchange], creator: (name: String, version: String), comment: String) -> [UInt8] {
+        func text(_ value: String) -> JSONValue { .string(Array(value.utf8)) }
+        func object(_ members: [(String, JSONValue)]) -> JSONValue { JSONValue(members: members.map { (name: $0.0, value: $0.1) }) }
+        func headers(_ list: [(name: String, value: String)]) -> JSONValue {
+            .array(list.map { object([("name", text($0.name)), ("value", text($0.value))]) })
+        }
+        let entries = exchanges.map { exchange -> JSONValue in
+            var request: [(String, JSONValue)] = [
+                ("method", text(exchange.method)), ("url", text(exchange.url.description)), ("httpVersion", text("HTTP/1.1")),
+                ("cookies", .array([])), ("headers", headers(exchange.requestHeaders)),
+                ("queryString", .array(FormFields.decode(exchange.url.query ?? "").map { object([("name", text($0.0)), ("value", text($0.1))]) })),
+                ("headersSize", .integer(-1)), ("bodySize", .integer(Int64(exchange.requestBody?.utf8.count ?? 0))),
+            ]
+            if let body = exchange.requestBody {
+                request.append(("postData", object([("mimeType", text(exchange.requestContentType ?? "")), ("text", text(body))])))
+            }
+            var content: [(String, JSONValue)] = [("size", .integer(Int64(exchange.responseBody.count))),
+                                                  ("mimeType", text(exchange.responseContentType))]
+            if String(validating: exchange.responseBody, as: UTF8.self) != nil {
+                content.append(("text", .string(exchange.responseBody)))
+            } else {
+                content += [("text", .string(Base64.encode(exchange.responseBody))), ("encoding", text("base64"))]
+            }
+            let location = exchange.isRedirect ? exchange.responseHeader("location") ?? "" : ""
+            var entry: [(String, JSONValue)] = [
+                ("startedDateTime", text(ISODate.text(exchange.started))), ("time", .number(exchange.milliseconds)),
+                ("request", object(request)),
+                ("response", object([
+                    ("status", .integer(Int64(exchange.status))), ("statusText", text("")), ("httpVersion", text("HTTP/1.1")),
+                    ("cookies", .array([])), ("headers", headers(exchange.responseHeaders)), ("content", object(content)),
+                    ("redirectURL", text(location)), ("headersSize", .integer(-1)), ("bodySize", .integer(Int64(exchange.responseBody.count))),
+                ])),
+                ("cache", object([])),
+                ("timings", object([("send", .integer(0)), ("wait", .number(exchange.milliseconds)), ("receive", .integer(0))])),
+            ]
+            if let comment = exchange.comment { entry.append(("comment", text(comment))) }
+            return object(entry)
+        }
+        return object([("log", object([
+            ("version", text("1.2")), ("creator", object([("name", text(creator.name)), ("version", text(creator.version))])),
+            ("pages", .array([])), ("entries", .array(entries)), ("comment", text(comment)),
+        ]))]).serialized()
+    }
+
+    /// `seconds` since 1970 as HAR writes its times (`2026-11-28T12:49:43.123Z`).
+    public static func timestamp(_ seconds: Double) -> String { ISODate.text(seconds) }
+
     private static func headers(_ list: JSONValue?) -> [(name: String, value: String)] {
         guard case .array(let items)? = list else { return [] }
         return items.compactMap { item in
@@ -225,6 +296,20 @@ extension JSONValue {
 
 /// RFC 4648 base64, strict: anything but the alphabet, padding and line breaks is an error.
 enum Base64 {
+    static func encode(_ bytes: [UInt8]) -> [UInt8] {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity((bytes.count + 2) / 3 * 4)
+        for start in stride(from: 0, to: bytes.count, by: 3) {
+            let chunk = bytes[start..<min(start + 3, bytes.count)]
+            let value = chunk.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (16 - 8 * UInt32($1.offset)) }
+            for index in 0..<4 {
+                output.append(index <= chunk.count ? alphabet[Int(value >> (18 - 6 * UInt32(index)) & 63)] : UInt8(ascii: "="))
+            }
+        }
+        return output
+    }
+
     static func decode(_ text: [UInt8], limit: Int) -> [UInt8]? {
         var output: [UInt8] = []
         output.reserveCapacity(min(limit, text.count / 4 * 3))
@@ -255,6 +340,28 @@ enum Base64 {
 
 /// ISO 8601 date-times as HAR writes them: `2026-11-28T12:49:43.123Z`, `…+01:00`.
 enum ISODate {
+    /// `seconds` since 1970 in UTC, to the millisecond (Howard Hinnant's civil_from_days).
+    static func text(_ seconds: Double) -> String {
+        let milliseconds = Int((seconds * 1000).rounded(.down))
+        let days = milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds - 86_399_999) / 86_400_000
+        let inDay = milliseconds - days * 86_400_000
+        let z = days + 719468
+        let era = (z >= 0 ? z : z - 146096) / 146097
+        let dayOfEra = z - era * 146097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func padded(_ value: Int, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(padded(year, 4))-\(padded(month, 2))-\(padded(day, 2))T\(padded(inDay / 3_600_000, 2)):"
+            + "\(padded(inDay / 60_000 % 60, 2)):\(padded(inDay / 1000 % 60, 2)).\(padded(inDay % 1000, 3))Z"
+    }
+
     static func seconds(_ text: String) -> Double? {
         let characters = Array(text.utf8)
         func number(_ range: Range<Int>) -> Int? {

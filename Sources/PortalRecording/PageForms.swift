@@ -27,26 +27,30 @@ public struct PageForm: Sendable, Equatable {
         var current: (action: String, method: String, fields: [Field])?
         var textarea: (name: String, start: String.Index)?
         var index = html.startIndex
-        while let open = html[index...].firstIndex(of: "<") {
+        // Scanned as bytes (what it looks for is ASCII, so every index found is a character's):
+        // a recording's pages are megabytes, and walking them by characters took seconds.
+        while let open = html.utf8[index...].firstIndex(of: UInt8(ascii: "<")) {
             let rest = html[open...]
-            if rest.hasPrefix("<!--") {
-                index = rest.firstRange(of: "-->")?.upperBound ?? html.endIndex
+            if rest.utf8.starts(with: "<!--".utf8) {
+                index = find("-->", in: html, from: open)?.upperBound ?? html.endIndex
                 continue
             }
             guard let close = tagEnd(in: html, from: open) else { break }
             let tag = html[html.index(after: open)..<close]
             index = html.index(after: close)
-            let name = tag.prefix { !$0.isWhitespace && $0 != "/" && $0 != ">" }.lowercased()
+            let name = tagName(tag)
             if let pending = textarea {
                 guard name == "/textarea" else { continue }
                 current?.fields.append(Field(name: pending.name, kind: "textarea", value: String(html[pending.start..<open])))
                 textarea = nil
                 continue
             }
+            // Only the tags read below have their attributes read: most of a page is others.
+            guard ["script", "style", "form", "/form", "input", "button", "select", "textarea"].contains(name) else { continue }
             let attributes = Self.attributes(tag.dropFirst(name.count))
             switch name {
             case "script", "style":
-                index = html[index...].firstRange(of: "</\(name)")?.lowerBound ?? html.endIndex
+                index = find("</\(name)", in: html, from: index)?.lowerBound ?? html.endIndex
             case "form":
                 if let form = current { forms.append(PageForm(action: form.action, method: form.method, fields: form.fields)) }
                 current = (attributes["action"] ?? "", (attributes["method"] ?? "get").lowercased() == "post" ? "post" : "get", [])
@@ -77,18 +81,38 @@ public struct PageForm: Sendable, Equatable {
 
     /// The `>` that ends the tag opened at `open`, outside quoted attribute values.
     private static func tagEnd(in html: String, from open: String.Index) -> String.Index? {
-        var quote: Character?
-        var index = html.index(after: open)
-        while index < html.endIndex {
-            let character = html[index]
+        var quote: UInt8?
+        let bytes = html.utf8
+        var index = bytes.index(after: open)
+        while index < bytes.endIndex {
+            let byte = bytes[index]
             if let open = quote {
-                if character == open { quote = nil }
-            } else if character == "\"" || character == "'" {
-                quote = character
-            } else if character == ">" {
+                if byte == open { quote = nil }
+            } else if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") {
+                quote = byte
+            } else if byte == UInt8(ascii: ">") {
                 return index
             }
-            index = html.index(after: index)
+            index = bytes.index(after: index)
+        }
+        return nil
+    }
+
+    /// The tag's name, lower case: up to white space, `/` or `>`. Read as bytes while they
+    /// are ASCII (every tag of a page is named, and most are not a form's).
+    private static func tagName(_ tag: Substring) -> String {
+        let ascii = tag.utf8.prefix { $0 < 0x80 && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: ">") && !(9...13).contains($0) && $0 != 32 }
+        guard ascii.endIndex < tag.utf8.endIndex, tag.utf8[ascii.endIndex] >= 0x80 else { return String(Substring(ascii)).lowercased() }
+        return tag.prefix { !$0.isWhitespace && $0 != "/" && $0 != ">" }.lowercased()
+    }
+
+    /// Where `needle` (ASCII) first is in `html` from `start`, compared byte by byte.
+    private static func find(_ needle: String, in html: String, from start: String.Index) -> Range<String.Index>? {
+        let bytes = html.utf8, pattern = Array(needle.utf8)
+        var index = start
+        while let first = bytes[index...].firstIndex(of: pattern[0]) {
+            if bytes[first...].starts(with: pattern) { return first..<bytes.index(first, offsetBy: pattern.count) }
+            index = bytes.index(after: first)
         }
         return nil
     }

@@ -103,6 +103,8 @@ public struct PortalLogin: Sendable {
         openCheck = open
         let beforeOpen = afterLanding.prefix { $0.entry != open?.entry }
         var pages: [RecordedExchange] = []
+        // Each page's forms, read once: every later request is matched against every page.
+        var pagesWithForms: [(page: RecordedExchange, forms: [PageForm])] = []
         var steps: [LoginStep] = []
         var apiCalls: [RecordedExchange] = []
         // Where a redirect led is not something the person sent, even when its query has a form's fields.
@@ -110,13 +112,14 @@ public struct PortalLogin: Sendable {
             exchange.isRedirect ? exchange.responseHeader("location").flatMap(exchange.url.resolving) : nil
         })
         for exchange in beforeOpen where !Self.isProbe(exchange) {
-            if exchange.method == "POST" || !redirectTargets.contains(exchange.url), let step = LoginStep(exchange, after: pages) {
+            if exchange.method == "POST" || !redirectTargets.contains(exchange.url), let step = LoginStep(exchange, after: pagesWithForms) {
                 // A step answered 429 or 503 that the person sent again is one step, retried.
                 if let previous = steps.last, previous.request.status >= 400, previous.matches(step) { steps.removeLast() }
                 steps.append(step)
             }
             if exchange.isHTML, exchange.status == 200 || exchange.status >= 400, exchange.method == "GET" || exchange.method == "POST" {
                 pages.append(exchange)
+                pagesWithForms.append((exchange, PageForm.forms(in: exchange.responseText)))
             } else if exchange.isJSON {
                 apiCalls.append(exchange)
             }
@@ -166,7 +169,7 @@ public struct LoginStep: Sendable {
     /// The step `exchange` is, when it sends fields: a form of one of `pages` (the latest
     /// first) whose action and method it matches, else a script's call: a POST of fields, or
     /// a GET whose query the script built that the portal answered with a page or a redirect.
-    init?(_ exchange: RecordedExchange, after pages: [RecordedExchange]) {
+    init?(_ exchange: RecordedExchange, after pages: [(page: RecordedExchange, forms: [PageForm])]) {
         let sent: [(String, String)]
         let isForm = exchange.requestContentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") ?? false
         isJSON = !isForm && exchange.requestBody?.hasPrefix("{") == true
@@ -180,9 +183,9 @@ public struct LoginStep: Sendable {
             return nil
         }
         let names = Set(sent.map(\.0))
-        for page in pages.reversed() {
+        for (page, forms) in pages.reversed() {
             // Of the page's forms sent there, the one with most of the fields sent.
-            let candidates = PageForm.forms(in: page.responseText).filter { form in
+            let candidates = forms.filter { form in
                 guard form.method == exchange.method.lowercased(), let action = page.url.resolving(form.action) else { return false }
                 return action.path == exchange.url.path && action.host == exchange.url.host
             }
@@ -213,7 +216,7 @@ public struct LoginStep: Sendable {
         self.page = nil
         self.form = nil
         // What the script passed on from the page's address is read there again.
-        let address = pages.last.map { FormFields.decode($0.url.query ?? "") } ?? []
+        let address = pages.last.map { FormFields.decode($0.page.url.query ?? "") } ?? []
         self.fields = sent.map { name, value in
             SubmittedField(name: name, value: value, form: nil, fromAddress: address.first { !value.isEmpty && $0.1 == value }?.0)
         }

@@ -18,6 +18,7 @@ public struct HelperContext: Sendable, Equatable {
         case captivePortalAPI = "capport_url"
         case allowsPlainHTTPCaptivePortalAPI = "capport_allow_http"
         case followsPortal = "portal_hosts"
+        case recordsExchanges = "record_exchanges"
     }
 
     /// The hosts the script may reach: its `hosts`, and the portal's that the prelude adds
@@ -39,10 +40,13 @@ public struct HelperContext: Sendable, Equatable {
     public var followsPortal: Bool
     /// The command's cookie session, which the prelude adds; nil in what the runtime sends.
     public var session: String?
+    /// Whether the session's requests are kept for a recording of a failed attempt
+    /// (`run --record-failures`), which the runtime asks for with the `exchanges` entry.
+    public var recordsExchanges: Bool
 
     public init(hosts: [HostPattern], secrets: [String: String], helper: String, interface: String?,
                 resolvers: [String], probes: [String], caFile: String?, captivePortalAPI: String?,
-                allowsPlainHTTPCaptivePortalAPI: Bool, followsPortal: Bool, session: String? = nil) {
+                allowsPlainHTTPCaptivePortalAPI: Bool, followsPortal: Bool, session: String? = nil, recordsExchanges: Bool = false) {
         self.hosts = hosts
         self.secrets = secrets
         self.helper = helper
@@ -54,6 +58,7 @@ public struct HelperContext: Sendable, Equatable {
         self.allowsPlainHTTPCaptivePortalAPI = allowsPlainHTTPCaptivePortalAPI
         self.followsPortal = followsPortal
         self.session = session
+        self.recordsExchanges = recordsExchanges
     }
 
     /// The table the prelude keeps. Empty lists and false flags are left out (decoding takes
@@ -78,6 +83,7 @@ public struct HelperContext: Sendable, Equatable {
         set(.allowsPlainHTTPCaptivePortalAPI, allowsPlainHTTPCaptivePortalAPI)
         set(.followsPortal, followsPortal)
         set(.session, session)
+        set(.recordsExchanges, recordsExchanges)
         return .table(table)
     }
 
@@ -96,7 +102,8 @@ public struct HelperContext: Sendable, Equatable {
             helper: text(.helper) ?? "", interface: text(.interface), resolvers: list(.resolvers), probes: list(.probes),
             caFile: text(.caFile), captivePortalAPI: text(.captivePortalAPI),
             allowsPlainHTTPCaptivePortalAPI: value(.allowsPlainHTTPCaptivePortalAPI).booleanValue ?? false,
-            followsPortal: value(.followsPortal).booleanValue ?? false, session: text(.session))
+            followsPortal: value(.followsPortal).booleanValue ?? false, session: text(.session),
+            recordsExchanges: value(.recordsExchanges).booleanValue ?? false)
     }
 
     /// The network binding the context's requests and sockets use.

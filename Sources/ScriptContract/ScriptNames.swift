@@ -15,6 +15,18 @@ public enum ScriptNames {
         case dispatch
         /// Describes what a script returned (`Description`), when it loads.
         case describe
+        /// Hands over the requests the helper's session made and were kept for a recording
+        /// (`exchanges(helperTable, commandTable)`: a list of `ExchangeKey` tables), emptying it.
+        case exchanges
+    }
+
+    /// One request and its response in what `exchanges` returns.
+    public enum ExchangeKey: String, Sendable, CaseIterable {
+        case started, method, url, status, milliseconds, failure
+        case requestHeaders = "request_headers"
+        case requestBody = "request_body"
+        case responseHeaders = "response_headers"
+        case responseBody = "response_body"
     }
 
     /// The helper's own part of a command.

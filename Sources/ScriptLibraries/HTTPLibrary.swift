@@ -8,7 +8,9 @@ import Locking
 /// that no script can forge: `http.request(context, options)` answers a response table or `nil, message`;
 /// `http.probe(context)` answers the network's connectivity verdict (the probes in the
 /// context's `probes`, in the compact syntax of `Probe.parse`); `http.capport(context)`
-/// answers what the network's RFC 8908 Captive Portal API says (nil without one), or `nil, message`.
+/// answers what the network's RFC 8908 Captive Portal API says (nil without one), or `nil, message`;
+/// `http.exchanges(context)` hands over the requests the context's session made while it
+/// asked for them to be kept (`record_exchanges`), for a recording of a failed attempt.
 public enum HTTPLibrary {
     static let largestBody = 16 << 20
     static let largestTimeout = 600.0
@@ -37,7 +39,8 @@ public enum HTTPLibrary {
             let deadline = call.networkDeadline
             let interruption = call.interruptionCheck
             var verdict = ConnectivityProbe.run(set, binding: context.binding, deadline: deadline,
-                                                findPortalURL: WISPrLibrary.portalURL(in:), isCancelled: interruption)
+                                                findPortalURL: WISPrLibrary.portalURL(in:), exchangeLog: exchangeLog(for: context),
+                                                isCancelled: interruption)
             // Captive: the network's Captive Portal API names the portal best of all.
             if verdict.state == .captive, let uri = context.captivePortalAPI,
                let status = try? CaptivePortalAPI.fetch(
@@ -73,6 +76,15 @@ public enum HTTPLibrary {
                 return [.nil, .text(error.description)]
             }
         }),
+        ("exchanges", { (call: borrowing HostCall) throws -> [LuaValue] in
+            let context = HelperContext(try call.table(0))
+            let taken = context.session.flatMap { session in
+                exchangeLogs.withLock { logs in
+                    logs.firstIndex { $0.session == context.helper + "/" + session }.map { logs.remove(at: $0).log }
+                }
+            }
+            return [.table(LuaTable(array: (taken?.take() ?? []).map(exchangeTable)))]
+        }),
     ])
 
     /// An integer when `amount` is a whole number, as scripts compare and print it.
@@ -101,7 +113,46 @@ public enum HTTPLibrary {
     static func client(for context: HelperContext) -> BoundHTTPClient {
         // A jar per helper and session: a new session starts empty, and helpers never share.
         let jarName = context.session.map { context.helper + "/" + $0 }
-        return BoundHTTPClient(binding: context.binding, allowedHosts: context.hosts, cookies: jarName.map(jar(for:)))
+        return BoundHTTPClient(binding: context.binding, allowedHosts: context.hosts, cookies: jarName.map(jar(for:)),
+                               exchangeLog: exchangeLog(for: context))
+    }
+
+    /// The exchanges kept for recordings, by helper and session; the oldest sessions' go
+    /// first beyond the limit (each log is bounded itself: `ExchangeLog.byteLimit`).
+    private static let exchangeLogs = PlainLock<[(session: String, log: ExchangeLog)]>([])
+    static let exchangeLogLimit = 8
+
+    /// The session's log when its context asks for one, else nil: without a recording of
+    /// failures nothing is kept.
+    static func exchangeLog(for context: HelperContext) -> ExchangeLog? {
+        guard context.recordsExchanges, let session = context.session.map({ context.helper + "/" + $0 }) else { return nil }
+        return exchangeLogs.withLock { logs in
+            if let found = logs.first(where: { $0.session == session }) { return found.log }
+            let log = ExchangeLog()
+            logs.append((session, log))
+            if logs.count > exchangeLogLimit { logs.removeFirst() }
+            return log
+        }
+    }
+
+    /// One exchange as `exchanges` hands it over, by `ScriptNames.ExchangeKey`.
+    static func exchangeTable(_ exchange: HTTPExchange) -> LuaValue {
+        typealias Key = ScriptNames.ExchangeKey
+        func headers(_ list: [(name: String, value: String)]) -> LuaValue {
+            .table(LuaTable(array: list.map { .table(LuaTable(array: [.text($0.name), .text($0.value)])) }))
+        }
+        var table = LuaTable()
+        table[Key.started] = .number(exchange.started)
+        table[Key.method] = .text(exchange.method)
+        table[Key.url] = .text(exchange.url)
+        table[Key.requestHeaders] = headers(exchange.requestHeaders)
+        table[Key.requestBody] = exchange.requestBody.map(LuaValue.string) ?? nil
+        table[Key.status] = .integer(Int64(exchange.status))
+        table[Key.responseHeaders] = headers(exchange.responseHeaders)
+        table[Key.responseBody] = .string(exchange.responseBody)
+        table[Key.milliseconds] = .number(exchange.milliseconds)
+        table[Key.failure] = exchange.failure.map(LuaValue.text) ?? nil
+        return .table(table)
     }
 
     static func request(from options: LuaTable, problem: (String) -> HostError) throws -> HTTPRequest {

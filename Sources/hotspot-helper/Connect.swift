@@ -47,6 +47,8 @@ struct Connect: AsyncParsableCommand {
 
     @OptionGroup var requireHelper: RequireHelperOption
 
+    @OptionGroup var failureRecording: FailureRecordingOptions
+
     @Option(name: .customLong("state-dir"),
             help: ArgumentHelp("Where the chosen helper, exclusions and cmd.store are kept (default: nothing is kept).", valueName: "dir"))
     var stateDirectory: String?
@@ -82,6 +84,7 @@ struct Connect: AsyncParsableCommand {
     }
 
     func validate() throws {
+        _ = try failureRecording.recordings(stateDirectory: stateDirectory)
         guard (0...1).contains(signal) else { throw ValidationError("--signal must be between 0.0 and 1.0, not \(signal)") }
         if let problem = String.ssidProblem(ssid) { throw ValidationError("--ssid: \(problem)") }
     }
@@ -93,6 +96,7 @@ struct Connect: AsyncParsableCommand {
         var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
         configuration.policy.verifyAuthentication = !keeping.probes.isEmpty
+        configuration.failureRecordings = try failureRecording.recordings(stateDirectory: stateDirectory)
         let persistence = try LoadedHelpers.stateDirectory(at: stateDirectory, output: output)
         let runtime = HotspotRuntime(engine: loaded.engine, helpers: loaded.helpers, persistence: persistence,
                                      configuration: configuration, events: output.write)

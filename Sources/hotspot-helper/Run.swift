@@ -66,7 +66,9 @@ struct Run: AsyncParsableCommand {
             when standard output is the journal, each event is a journal entry with HH_* \
             fields (journalctl HH_NETWORK=Aroma-Guest). Without --secrets it reads the \
             credential `secrets` (LoadCredential=secrets:PATH) when there is one. \
-            --metrics-listen serves Prometheus metrics at /metrics.
+            --metrics-listen serves Prometheus metrics at /metrics. --record-failures writes \
+            each failed attempt of a helper at a venue as a HAR file in STATE-DIR/failures \
+            (docs/OPERATIONS.md, "When a helper fails at a venue").
 
             --catalog DIR --trust KEYS runs a signed catalog instead (docs/OPERATIONS.md): only \
             the scripts its minisign-signed manifest lists with their digests load, and what is \
@@ -142,6 +144,8 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup var captivePortalAPI: CaptivePortalAPIOptions
 
+    @OptionGroup var failureRecording: FailureRecordingOptions
+
     @Option(name: .customLong("probe-interval"), parsing: .unconditional,
             help: ArgumentHelp("Seconds between connectivity checks of each network, 0.01 to 86400 (0: none), but NetworkManager's, which it checks itself; a network captive again is maintained at once.",
                                valueName: "seconds"),
@@ -200,6 +204,7 @@ struct Run: AsyncParsableCommand {
         var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
         configuration.allowsPlainHTTPCaptivePortalAPI = captivePortalAPI.allowsPlainHTTP
         configuration.policy.verifyAuthentication = !keeping.probes.isEmpty
+        configuration.failureRecordings = try failureRecording.recordings(stateDirectory: stateDirectory)
         // The one directory the control group's search permission may be added to: the state
         // directory this daemon makes now (`/run`, or a private directory, stays as it is).
         let madeStateDirectory = !FileManager.default.fileExists(atPath: stateDirectory)

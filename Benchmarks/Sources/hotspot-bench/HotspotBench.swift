@@ -31,6 +31,7 @@ struct HotspotBench {
         figures += await measure("Login vs the peer") { try await measurePeerLogin() }
         figures += await measure("Cold start to first command") { try await measureColdStart() }
         figures += await measure("Hot reload") { try await measureHotReload() }
+        figures += await measure("HAR import, 10 MB") { try measureHARImport() }
         figures += await measure("Idle daemon RSS") { try await measureDaemonMemory() }
         figures += await measure("10,000 declared helpers") { try await measureManyHelpers() }
         figures += await measure("Soak") { try await measureSoak() }

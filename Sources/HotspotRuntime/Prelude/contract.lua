@@ -23,6 +23,7 @@ local HELPER_KEY, COMMAND_KEY, NETWORK_KEY, CLAIM = CONTRACT.helper, CONTRACT.co
 local RESULT, HANDLER = CONTRACT.result, CONTRACT.handler
 
 local http_request, http_probe, http_capport = host[MODULE.http].request, host[MODULE.http].probe, host[MODULE.http].capport
+local http_exchanges = host[MODULE.http].exchanges
 local wispr_parse, wispr_login_form = host[MODULE.wispr].parse, host[MODULE.wispr].login_form
 local url_parse, url_resolve = host[MODULE.url].parse, host[MODULE.url].resolve
 local sleep, now, max, min = host[MODULE.time].sleep, host[MODULE.time].now, math.max, math.min

@@ -62,6 +62,15 @@ local function dispatch(exports, own, shared)
     questions
 end
 
+-- The requests the helper's session made, kept for a recording of a failed attempt
+-- (run --record-failures), handed over and forgotten. The session is the command's, as
+-- io_context gives it to cmd:http.
+local function exchanges(_, own, shared)
+  local context = own[HELPER_KEY.context] or {}
+  context[SESSION] = (shared or own)[COMMAND_KEY.session]
+  return http_exchanges(context)
+end
+
 -- The keys a script's returned table may have: its handlers and the other fields.
 local RECOGNISED = {}
 for _, name in pairs(HANDLER) do RECOGNISED[name] = true end
@@ -92,4 +101,4 @@ local function describe(exports)
   }
 end
 
-return { [ENTRY.dispatch] = dispatch, [ENTRY.describe] = describe }
+return { [ENTRY.dispatch] = dispatch, [ENTRY.describe] = describe, [ENTRY.exchanges] = exchanges }
