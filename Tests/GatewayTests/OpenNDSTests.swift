@@ -259,7 +259,7 @@ struct OpenNDSTests {
     /// gateway, its requests held by openNDS's firewall), becomes a script that passes `check`,
     /// logs in unmodified against the recording's replay, and, once openNDS has ended the
     /// session, against the live gateway.
-    @Test(.enabled(if: HeadlessBrowser.isInstalled), arguments: [OpenNDSRecipe.Theme.clickToContinue, .userEmail])
+    @Test(.enabled(if: HeadlessBrowser.isInstalled), arguments: OpenNDSRecipe.Theme.allCases)
     func aChromiumRecordingYieldsAScriptThatLogsIn(_ theme: OpenNDSRecipe.Theme) async throws {
         let directory = try scratchDirectory("opennds-recording")
         let har = "\(directory)/opennds.har"
