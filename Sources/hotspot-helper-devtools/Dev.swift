@@ -255,9 +255,11 @@ actor DevSession {
 
     /// The first name in the script's hosts (a wildcard becomes `portal.`), so the script
     /// may reach the simulated portal; a script that follows the portal (`@portal`) reaches
-    /// whatever name the portal gives.
+    /// whatever name the portal gives. A portal at an address (openNDS's gateway) is the
+    /// simulator's own address, which no resolver could make that address reach.
     static func portalHost(of helper: HelperScript) -> String {
         guard let first = helper.hosts.first(where: { !$0.text.hasPrefix("@") })?.text else { return "portal.example" }
+        if RecordedURL("http://\(first)/")?.hostIsAddress == true { return "127.0.0.1" }
         return first.hasPrefix("*.") ? "portal" + first.dropFirst() : first
     }
 }

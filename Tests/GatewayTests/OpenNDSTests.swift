@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Testing
 import TestSupport
@@ -76,6 +79,17 @@ final class OpenNDSTestbed: @unchecked Sendable {  // set up in init, torn down 
         let list = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
         let clients = list?["clients"] as? [String: [String: Any]] ?? [:]
         return clients.values.compactMap { $0["state"] as? String }
+    }
+
+    /// Ends every client's session (`ndsctl deauth`), as its time running out would: openNDS
+    /// holds the client again.
+    func deauthenticateClients() throws {
+        guard let pid = gateway?.processIdentifier else { return }
+        let output = try Self.output(recipe.ndsctl(openNDS: pid, ["json"]))
+        let list = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
+        for client in (list?["clients"] as? [String: [String: Any]] ?? [:]).values {
+            _ = try Self.output(recipe.ndsctl(openNDS: pid, ["deauth", client["ip"] as? String ?? ""]))
+        }
     }
 
     /// The Internet stand-in's page as the client fetches it (no redirect followed), or what it got instead.
@@ -161,9 +175,9 @@ struct OpenNDSTests {
     }
 
     /// `connect` in the client namespace with `scripts`: its JSON lines end with what it says.
-    func connect(_ testbed: OpenNDSTestbed, scripts: String, ssid: String) async throws -> CLI.Run {
+    func connect(_ testbed: OpenNDSTestbed, scripts: String, ssid: String, options: [String] = []) async throws -> CLI.Run {
         let command = testbed.helperCommand(["connect", "--scripts", scripts, "--ssid", ssid, "--json", "--interface", testbed.recipe.interface]
-                                            + testbed.networkOptions)
+                                            + testbed.networkOptions + options)
         return try await CLI.run(Array(command.dropFirst()), executable: command[0])
     }
 
@@ -236,6 +250,63 @@ struct OpenNDSTests {
             try await expectHeld(testbed)
             let run = try await connect(testbed, scripts: scripts, ssid: "MyCafe-Guest")
             #expect(run.status == 0, "\(run.output)\(run.errors)")
+            try await expectLetThrough(testbed)
+        }
+    }
+
+    /// Issue #37's path at a real gateway: a person's login through openNDS's splash, recorded
+    /// by a real headless Chromium in the client's namespace (its names resolved by the
+    /// gateway, its requests held by openNDS's firewall), becomes a script that passes `check`,
+    /// logs in unmodified against the recording's replay, and, once openNDS has ended the
+    /// session, against the live gateway.
+    @Test(.enabled(if: HeadlessBrowser.isInstalled), arguments: OpenNDSRecipe.Theme.allCases)
+    func aChromiumRecordingYieldsAScriptThatLogsIn(_ theme: OpenNDSRecipe.Theme) async throws {
+        let directory = try scratchDirectory("opennds-recording")
+        let har = "\(directory)/opennds.har"
+        let scripts = "\(directory)/scripts"
+        try FileManager.default.createDirectory(atPath: scripts, withIntermediateDirectories: true)
+        let script = "\(scripts)/venue.lua"
+        try await withTestbed(theme) { testbed in
+            try await expectHeld(testbed)
+            try await onOwnThread {
+                let recorder = try ChromiumRecorder(launcher: testbed.recipe.inClient([]))
+                try recorder.open("http://internet.test/")
+                // The splash, then its "Thank you" page's second form, until openNDS lets the client through.
+                for _ in 0..<4 {
+                    guard try recorder.submitAsAPerson(["username": "Ada Lovelace", "email": "ada@example.org"]) != nil else { break }
+                    try recorder.waitForNextPage()
+                    if try testbed.fetchInternet() == OpenNDSTestbed.internetPage { break }
+                }
+                // The check the person's system makes once logged in: the Internet's page, by a
+                // name of its own, since Chromium's idle connection to internet.test still goes to
+                // openNDS's web server, where the firewall sent it before.
+                try recorder.browser.send("Page.navigate", ["url": "http://check.internet.test/"])
+                do {
+                    try recorder.waitUntil("document.body !== null && document.body.innerText.includes('\(OpenNDSTestbed.internetPage)')")
+                } catch {
+                    let page = (try? recorder.browser.evaluate("location.href + ' shows ' + document.body.innerText")) as? String ?? ""
+                    throw HeadlessBrowser.Failure(description: "\(error): \(page)")
+                }
+                try recorder.har().write(to: URL(fileURLWithPath: har))
+            }
+            try await expectLetThrough(testbed)
+            let imported = try await CLI.run(["har", "import", har, "--ssid", "openNDS-Guest", "--output", script])
+            #expect(imported.status == 0, "\(imported.errors)\n\(imported.output)")
+            let generated = (try? String(contentsOfFile: script, encoding: .utf8)) ?? ""
+            let checked = try await CLI.run(["check", script])
+            #expect(checked.status == 0, "\(checked.output)\(checked.errors)\n\(generated)")
+            // What the person typed, as its owner keeps it for the script (cmd:secret).
+            #expect(generated.contains(#"{ name = "emailaddress""#) == theme.asksForNameAndEmail, "\(generated)")
+            #expect(!generated.contains("ada@example.org") && !imported.output.contains("ada@example.org"), "what the person typed was written")
+            let secrets = "\(directory)/secrets.ini"
+            try "[venue]\nusername = Ada Lovelace\nemailaddress = ada@example.org\n".write(toFile: secrets, atomically: true, encoding: .utf8)
+            chmod(secrets, 0o600)
+            let replayed = try await CLI.run(["test", script, "--har", har, "--ssid", "openNDS-Guest", "--secrets", secrets])
+            #expect(replayed.status == 0, "\(replayed.output)\(replayed.errors)\n\(generated)")
+            try await onOwnThread { try testbed.deauthenticateClients() }
+            try await expectHeld(testbed)
+            let run = try await connect(testbed, scripts: scripts, ssid: "openNDS-Guest", options: ["--secrets", secrets])
+            #expect(run.status == 0, "\(run.output)\(run.errors)\n\(generated)")
             try await expectLetThrough(testbed)
         }
     }

@@ -3,14 +3,13 @@ import Glibc
 #endif
 import Foundation
 import Spawning
-import TestSupport
 
 /// A real headless Chromium, driven over the DevTools protocol on a pipe
 /// (`--remote-debugging-pipe`: JSON messages ending in NUL, written to its descriptor 3 and
 /// read from its descriptor 4), so a test sees a page as a person's browser runs it.
 /// Blocking: use it on a thread of its own (`onOwnThread`).
-final class HeadlessBrowser: @unchecked Sendable {
-    static let executable = "/usr/bin/chromium"
+public final class HeadlessBrowser: @unchecked Sendable {
+    public static let executable = "/usr/bin/chromium"
 
     private let pid: Int32
     private let commands: Int32
@@ -20,22 +19,26 @@ final class HeadlessBrowser: @unchecked Sendable {
     private var session: String?
     private let profile: String
     /// The DevTools events received so far (a domain's, once enabled), oldest first.
-    private(set) var events: [[String: Any]] = []
+    public private(set) var events: [[String: Any]] = []
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        public init(description: String) { self.description = description }
     }
 
-    static var isInstalled: Bool { access(executable, X_OK) == 0 }
+    public static var isInstalled: Bool { access(executable, X_OK) == 0 }
 
-    /// `arguments` are added to Chromium's own (`--host-resolver-rules=...`, say).
-    init(arguments: [String] = []) throws {
+    /// `arguments` are added to Chromium's own (`--host-resolver-rules=...`, say); `launcher`
+    /// runs it (`ip netns exec NAMESPACE`, say, so it browses from a client's network), its
+    /// last element taking Chromium's path and arguments and leaving descriptors 3 and 4 open.
+    public init(arguments: [String] = [], launcher: [String] = []) throws {
         guard let toBrowser = closeOnExecPipe(), let fromBrowser = closeOnExecPipe() else {
             throw Failure(description: "no pipe: \(String(cString: strerror(errno)))")
         }
         profile = NSTemporaryDirectory() + "chromium-\(UUID().uuidString)"
         do {
-            pid = try spawnProcess(Self.executable, arguments: [
+            let command = launcher + [Self.executable]
+            pid = try spawnProcess(command[0], arguments: Array(command.dropFirst()) + [
                 "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
                 "--remote-debugging-pipe", "--user-data-dir=\(profile)", "--window-size=1000,1300",
             ] + arguments + ["about:blank"], descriptors: [
@@ -63,7 +66,7 @@ final class HeadlessBrowser: @unchecked Sendable {
 
     /// Sends a DevTools command and returns its result (to the page once `open` attached).
     @discardableResult
-    func send(_ method: String, _ parameters: [String: Any] = [:], toPage: Bool = true) throws -> [String: Any] {
+    public func send(_ method: String, _ parameters: [String: Any] = [:], toPage: Bool = true) throws -> [String: Any] {
         nextID += 1
         var message: [String: Any] = ["id": nextID, "method": method, "params": parameters]
         if toPage, let session { message["sessionId"] = session }
@@ -99,7 +102,7 @@ final class HeadlessBrowser: @unchecked Sendable {
     }
 
     /// Opens `url` in a new tab, which later commands go to.
-    func open(_ url: String) throws {
+    public func open(_ url: String) throws {
         let target = try send("Target.createTarget", ["url": url], toPage: false)
         let attached = try send("Target.attachToTarget", ["targetId": target["targetId"] as? String ?? "", "flatten": true], toPage: false)
         session = attached["sessionId"] as? String
@@ -107,14 +110,14 @@ final class HeadlessBrowser: @unchecked Sendable {
 
     /// The value of a JavaScript expression in the page (awaited when it is a promise).
     @discardableResult
-    func evaluate(_ expression: String) throws -> Any? {
+    public func evaluate(_ expression: String) throws -> Any? {
         let result = try send("Runtime.evaluate", ["expression": expression, "awaitPromise": true, "returnByValue": true])
         if let exception = result["exceptionDetails"] as? [String: Any] { throw Failure(description: "\(expression): \(exception)") }
         return (result["result"] as? [String: Any])?["value"]
     }
 
     /// Waits until `expression` is true in the page.
-    func waitUntil(_ expression: String, within limit: Duration = .seconds(20)) throws {
+    public func waitUntil(_ expression: String, within limit: Duration = .seconds(20)) throws {
         guard try holdsBlocking(within: limit, { try evaluate(expression) as? Bool == true }) else {
             let text = (try? evaluate("document.body.innerText")) as? String ?? ""
             throw Failure(description: "never true within \(limit): \(expression)\nthe page shows:\n\(text)")
@@ -122,7 +125,7 @@ final class HeadlessBrowser: @unchecked Sendable {
     }
 
     /// Saves what the page shows as a PNG.
-    func screenshot(to path: String) throws {
+    public func screenshot(to path: String) throws {
         let shot = try send("Page.captureScreenshot", ["format": "png", "captureBeyondViewport": true])
         guard let data = Data(base64Encoded: shot["data"] as? String ?? "") else { throw Failure(description: "no screenshot") }
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
