@@ -47,16 +47,16 @@ public final class ScriptTransport: HelperTransport {
         let response = conclude(request, helper, outcome: outcome)
         if let recordings = configuration.failureRecordings, let network = request.network,
            FailureRecordings.records(request.command, response.result) {
-            await recordFailure(request, of: helper, on: network, arguments: arguments, into: recordings)
+            await recordFailure(request, of: helper, in: handle, on: network, arguments: arguments, into: recordings)
         }
         return response
     }
 
     /// Takes the requests the helper's session made from its worker and writes them where
     /// `recordings` says, reporting the file (or why there is none) as an event.
-    private func recordFailure(_ request: CommandRequest, of helper: HelperScript, on network: NetworkDescription,
-                               arguments: [LuaValue], into recordings: FailureRecordings) async {
-        let outcome = await engine.call(helper.handle, ScriptNames.Entry.exchanges.rawValue, arguments, deadline: .after(.seconds(5)))
+    private func recordFailure(_ request: CommandRequest, of helper: HelperScript, in handle: ScriptHandle,
+                               on network: NetworkDescription, arguments: [LuaValue], into recordings: FailureRecordings) async {
+        let outcome = await engine.call(handle, ScriptNames.Entry.exchanges.rawValue, arguments, deadline: .after(.seconds(5)))
         let log = { (level: LogEvent.Level, message: String) in
             self.emit(.log(level, message, network: network.ssid, helper: helper.id, command: request.command))
         }
