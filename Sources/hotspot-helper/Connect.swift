@@ -15,7 +15,9 @@ struct Connect: AsyncParsableCommand {
             With the same --state-dir, a second run uses the cached helper (no evaluate; \
             maintain with did_just_join). With --probe-url, a helper's success is checked by \
             those probes: a network still captive is reported (a connectivity event and a \
-            warning naming the helper) and ends in failure, retried with backoff.
+            warning naming the helper) and ends in failure, retried with backoff. A helper \
+            that asks a person (ui_required) is answered with --answer or --answers, as the \
+            person would fill in its form; without them, the run ends there.
 
             Exit status: 0 when the network is authenticated at the end, 1 when it is not, \
             2 for usage errors and scripts that fail to load, 3 with --require-helper when no \
@@ -48,6 +50,8 @@ struct Connect: AsyncParsableCommand {
     @OptionGroup var requireHelper: RequireHelperOption
 
     @OptionGroup var failureRecording: FailureRecordingOptions
+
+    @OptionGroup var answerOptions: AnswerOptions
 
     @Option(name: .customLong("state-dir"),
             help: ArgumentHelp("Where the chosen helper, exclusions and cmd.store are kept (default: nothing is kept).", valueName: "dir"))
@@ -91,6 +95,7 @@ struct Connect: AsyncParsableCommand {
 
     func run() async throws {
         let output = EventOutput(json: json)
+        let answers = try answerOptions.answers()
         let loaded = try await LoadedHelpers.load(scripts, workers: runtimeOptions.workers, output: output)
         defer { loaded.engine.shutdown() }
         var configuration = try runtimeOptions.configuration(maintainInterval: keeping.maintainInterval.duration, output: output)
@@ -105,7 +110,9 @@ struct Connect: AsyncParsableCommand {
         let joined = NetworkDescription(ssid: ssid, bssid: bssid, signalStrength: signal, isSecure: secure,
                                          interface: network.interface, resolvers: network.resolvers, probes: keeping.probes.map(\.probe),
                                          captivePortalAPI: api.uri, captivePortalAPIIsFromLink: api.note != nil)
-        await runtime.join(joined)
+        if await runtime.join(joined) == .presentingUI, !answers.isEmpty {
+            _ = await runtime.presentUI(ssid, answers: answers)
+        }
         if stay.value > 0 { try? await Task.sleep(for: stay.duration) }
         await runtime.settle()  // a maintain under way as the stay ends finishes first
         let state = await runtime.state(of: ssid)

@@ -88,6 +88,37 @@ let aroma = """
                                     + "hotspot-helper join Aroma-Guest or the person's page's Join again button tries it at once"), "\(run.output)")
     }
 
+    @Test func aHelperThatAsksAPersonIsAnsweredWithAnswer() async throws {
+        let scripts = try CLI.temporaryDirectory(scripts: ["desk.lua": """
+            return {
+              name = "Front desk",
+              ui = { title = "Front desk", fields = { { name = "room", label = "Room" } } },
+              evaluate = function(cmd)
+                cmd.network:set_confidence("high")
+                local response = cmd:create_response("success")
+                response:set_network(cmd.network)
+                response:deliver()
+              end,
+              authenticate = function(cmd) return "ui_required" end,
+              present_ui = function(cmd)
+                cmd.store.room = cmd.answers.room
+                return cmd.answers.room == "214" and "success" or "failure"
+              end,
+            }
+            """])
+        // Unanswered, the run ends waiting for the person and says how to answer.
+        let asked = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Desk"])
+        #expect(asked.status == 1)
+        #expect(asked.output.contains("asks a person: run again with --answer name=value"), "\(asked.output)")
+        let state = try CLI.temporaryDirectory()
+        let answered = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Desk", "--answer", "room=214", "--state-dir", state, "--json"])
+        #expect(answered.status == 0, "\(answered.errors)")
+        #expect(answered.events.compactMap(\.command) == ["evaluate", "authenticate", "present_ui"])
+        #expect(try String(contentsOfFile: state + "/store/desk.json", encoding: .utf8).contains(#""room" : "214""#))
+        let wrong = try await CLI.run(["connect", "--scripts", scripts, "--ssid", "Desk", "--answer", "room=999"])
+        #expect(wrong.status == 1)
+    }
+
     @Test func usageErrorsAndBrokenScriptsExitTwo() async throws {
         let scripts = try CLI.temporaryDirectory(scripts: ["broken.lua": "return {\n  name = \n"])
         let broken = try await CLI.run(["connect", "--scripts", scripts, "--json"])
