@@ -76,7 +76,7 @@ private func measureCatalogUpdate(_ sources: [String], name: String, updates: In
         times.append(nanoseconds(since: start))
         let after = await catalog.helpers
         guard change.reloaded == [id], change.added.isEmpty, change.removed.isEmpty,
-              zip(before, after).filter({ $0 != $1 }).map { $0.0.id } == [id] else {
+              zip(before, after).filter({ $0 != $1 }).map(\.0.id) == [id] else {
             throw BenchError("updating \(id) changed \(change) instead of that helper alone")
         }
     }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import HotspotCore
 import HotspotNetwork
 
 /// The connectivity verdict with four probes on loopback, three answering 204 after 5, 15
