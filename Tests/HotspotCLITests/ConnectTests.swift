@@ -92,6 +92,7 @@ let aroma = """
         let scripts = try CLI.temporaryDirectory(scripts: ["desk.lua": """
             return {
               name = "Front desk",
+              hosts = { "desk.example" },
               ui = { title = "Front desk", fields = { { name = "room", label = "Room" } } },
               evaluate = function(cmd)
                 cmd.network:set_confidence("high")
