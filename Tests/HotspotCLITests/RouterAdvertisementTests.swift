@@ -50,15 +50,36 @@ struct RouterAdvertisementTests {
         return (client, router)
     }
 
+    /// radvd in `router`'s namespace advertising the documentation prefix 2001:db8:38::/64
+    /// (not a default router) and `nameServer` (RDNSS) from v6r0; stopped by the caller.
+    static func radvd(in router: String, directory: String, nameServer: String) throws -> BackgroundProcess {
+        try """
+            interface v6r0 {
+              AdvSendAdvert on;
+              MinRtrAdvInterval 3;
+              MaxRtrAdvInterval 4;
+              AdvDefaultLifetime 0;
+              prefix 2001:db8:38::/64 {};
+              RDNSS \(nameServer) { AdvRDNSSLifetime 60; };
+            };
+            """.write(toFile: directory + "/radvd.conf", atomically: true, encoding: .utf8)
+        return try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", router, "/usr/sbin/radvd", "--nodaemon",
+                                                      "--config", directory + "/radvd.conf", "--pidfile", directory + "/radvd.pid"])
+    }
+
+    /// The daemon in `client`'s namespace following v6c0 as the network V6-Cafe.
+    static func daemon(in client: String, scripts: String, _ options: [String]) throws -> RunningCLI {
+        try RunningCLI(["ip", "netns", "exec", client, CLI.path, "run", "--json", "--scripts", scripts,
+                        "--source", "interface:v6c0:V6-Cafe", "--state-dir", try CLI.temporaryDirectory()] + options,
+                       executable: "/usr/bin/env")
+    }
+
     @Test(.enabled(if: TwoNetworks.unavailableReason == nil, "needs root and network namespaces"))
     func theAdvertisedCaptivePortalIsTheNetworksAndMalformedOptionsAreWarnedOf() async throws {
         let (client, router) = try Self.makeLink("hh\(getpid() % 100_000)a")
         defer { _ = try? shellStatus("ip netns del \(client); ip netns del \(router)") }
         let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": LinkSourceTests.quick])
-        let daemon = try RunningCLI(["ip", "netns", "exec", client, CLI.path, "run", "--json", "--scripts", scripts,
-                                     "--source", "interface:v6c0:V6-Cafe", "--state-dir", try CLI.temporaryDirectory(),
-                                     "--probe-interval", "0"],
-                                    executable: "/usr/bin/env")
+        let daemon = try Self.daemon(in: client, scripts: scripts, ["--probe-interval", "0"])
         try await daemon.waitForEvent(DaemonTests.isState("authenticated", "V6-Cafe"))
         let bad: [([UInt8], String)] = [
             (Self.captivePortal(Array("http://portal.example/".utf8)),
@@ -91,25 +112,11 @@ struct RouterAdvertisementTests {
         let (client, router) = try Self.makeLink("hh\(getpid() % 100_000)d")
         defer { _ = try? shellStatus("ip netns del \(client); ip netns del \(router)") }
         let directory = try CLI.temporaryDirectory()
-        try """
-            interface v6r0 {
-              AdvSendAdvert on;
-              MinRtrAdvInterval 3;
-              MaxRtrAdvInterval 4;
-              AdvDefaultLifetime 0;
-              prefix 2001:db8:38::/64 {};
-              RDNSS 2001:db8:38::53 { AdvRDNSSLifetime 60; };
-            };
-            """.write(toFile: directory + "/radvd.conf", atomically: true, encoding: .utf8)
         #expect(try shellStatus("ip netns exec \(router) sysctl -qw net.ipv6.conf.all.forwarding=1") == 0)
         let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": LinkSourceTests.quick])
-        let daemon = try RunningCLI(["ip", "netns", "exec", client, CLI.path, "run", "--json", "--scripts", scripts,
-                                     "--source", "interface:v6c0:V6-Cafe", "--state-dir", try CLI.temporaryDirectory(),
-                                     "--probe-interval", "0"],
-                                    executable: "/usr/bin/env")
+        let daemon = try Self.daemon(in: client, scripts: scripts, ["--probe-interval", "0"])
         try await daemon.waitForEvent(DaemonTests.isState("authenticated", "V6-Cafe"))
-        let radvd = try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", router, "/usr/sbin/radvd", "--nodaemon",
-                                                           "--config", directory + "/radvd.conf", "--pidfile", directory + "/radvd.pid"])
+        let radvd = try Self.radvd(in: router, directory: directory, nameServer: "2001:db8:38::53")
         defer { radvd.stop() }
         try await daemon.waitForEvent { $0.message == "the name servers router advertisements give v6c0 are 2001:db8:38::53" }
         daemon.signal(SIGTERM)
@@ -127,16 +134,6 @@ struct RouterAdvertisementTests {
         let (client, router) = try Self.makeLink("hh\(getpid() % 100_000)o")
         defer { _ = try? shellStatus("ip netns del \(client); ip netns del \(router)") }
         let directory = try CLI.temporaryDirectory()
-        try """
-            interface v6r0 {
-              AdvSendAdvert on;
-              MinRtrAdvInterval 3;
-              MaxRtrAdvInterval 4;
-              AdvDefaultLifetime 0;
-              prefix 2001:db8:38::/64 {};
-              RDNSS 2001:db8:38::1 {};
-            };
-            """.write(toFile: directory + "/radvd.conf", atomically: true, encoding: .utf8)
         #expect(try shellStatus("ip netns exec \(router) sysctl -qw net.ipv6.conf.all.forwarding=1 "
                                 + "&& ip -n \(router) addr add 2001:db8:38::1/64 dev v6r0 nodad") == 0)
         let portal = try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", router, CLI.path, "simulate", "--scenario", "click-through",
@@ -148,17 +145,13 @@ struct RouterAdvertisementTests {
             "--local=/#/", "--host-record=probe.v6.test,2001:db8:38::1",
         ])
         defer { dnsmasq.stop() }
-        let radvd = try BackgroundProcess("/usr/sbin/ip", ["netns", "exec", router, "/usr/sbin/radvd", "--nodaemon",
-                                                           "--config", directory + "/radvd.conf", "--pidfile", directory + "/radvd.pid"])
+        let radvd = try Self.radvd(in: router, directory: directory, nameServer: "2001:db8:38::1")
         defer { radvd.stop() }
         #expect(try await onOwnThread { holdsBlocking(within: .seconds(10)) { portal.output.contains("http://[2001:db8:38::1]:80/") } },
                 "\(portal.output)")
         let scripts = try CLI.temporaryDirectory()
         try FileManager.default.copyItem(atPath: DaemonTests.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
-        let daemon = try RunningCLI(["ip", "netns", "exec", client, CLI.path, "run", "--json", "--scripts", scripts,
-                                     "--source", "interface:v6c0:V6-Cafe", "--state-dir", try CLI.temporaryDirectory(),
-                                     "--probe-url", "http://probe.v6.test/generate_204"],
-                                    executable: "/usr/bin/env")
+        let daemon = try Self.daemon(in: client, scripts: scripts, ["--probe-url", "http://probe.v6.test/generate_204"])
         try await daemon.waitForEvent { $0.message == "the name servers router advertisements give v6c0 are 2001:db8:38::1" }
         try await daemon.waitForEvent(timeout: .seconds(30), DaemonTests.isCommand("authenticate"))
         try await daemon.waitForEvent { $0.event == "state" && $0.to == "authenticated" && $0.helper == "click-through" }

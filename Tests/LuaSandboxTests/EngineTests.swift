@@ -242,7 +242,10 @@ func milliseconds(since start: Deadline) -> Int64 { (Deadline.now.nanoseconds - 
             firstAnswer = firstAnswer ?? (index, milliseconds(since: start))
         }
         #expect(firstAnswer?.index == 0)
-        #expect((firstAnswer?.milliseconds ?? .max) < 1500, "the quick answer waited for the spin")
+        // Held back, the answer would come with the spin's end at 3 s; it is due within a
+        // millisecond of the spin's start, and 2.5 s leaves room for a loaded machine (1.53 s
+        // was seen with the module suites all running).
+        #expect((firstAnswer?.milliseconds ?? .max) < 2500, "the quick answer waited for the spin")
     }
 
     @Test func aScriptsCallsRunOneAtATimeInTheirOrder() async throws {
