@@ -32,8 +32,9 @@ struct RouterAdvertisementTests {
         return option
     }
 
-    /// A client and a router namespace joined by a veth pair, link-local addresses at once
-    /// (no duplicate address detection to wait for); removed by `remove`.
+    /// A client and a router namespace joined by a veth pair with their link-local addresses
+    /// (no duplicate address detection to wait for, but the kernel adds them only once the
+    /// carrier is up: the router cannot send an advertisement before).
     static func makeLink(_ prefix: String) throws -> (client: String, router: String) {
         let client = prefix + "c", router = prefix + "r"
         let script = """
@@ -46,6 +47,14 @@ struct RouterAdvertisementTests {
         guard try shellStatus(script) == 0 else {
             _ = try? shellStatus("ip netns del \(client); ip netns del \(router)")
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot make the namespaces"])
+        }
+        let addressed = try holdsBlocking(within: .seconds(10)) {
+            try shellStatus("ip -n \(router) -6 addr show dev v6r0 scope link | grep -q inet6 "
+                            + "&& ip -n \(client) -6 addr show dev v6c0 scope link | grep -q inet6") == 0
+        }
+        guard addressed else {
+            _ = try? shellStatus("ip netns del \(client); ip netns del \(router)")
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "the veth pair got no link-local addresses"])
         }
         return (client, router)
     }
