@@ -67,6 +67,8 @@ public actor HotspotMachine<Transport: HelperTransport> {
     }
 
     public private(set) var helpers: [Helper]
+    /// The helpers' declarations by exact SSID, kept with `helpers`.
+    private var declarations: DeclarationIndex
     public nonisolated let transport: Transport
     public nonisolated let policy: Policy
     nonisolated let persistence: any HotspotPersistence
@@ -81,6 +83,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
                 clock: any HotspotClock = SystemClock(), policy: Policy = .init(),
                 events: @escaping @Sendable (HotspotEvent) -> Void) {
         self.helpers = helpers
+        declarations = DeclarationIndex(helpers.map(\.declaredNetworks))
         self.transport = transport
         self.persistence = persistence
         self.checks = checks
@@ -107,6 +110,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
     /// there, and is evaluated again at its next maintain when it is not.
     public func replaceHelpers(_ newHelpers: [Helper]) {
         helpers = newHelpers
+        declarations = DeclarationIndex(newHelpers.map(\.declaredNetworks))
         transport.helpersReplaced(by: newHelpers)
         for (ssid, session) in sessions.all {
             guard let id = session.helper, !newHelpers.contains(where: { $0.id == id }) else { continue }
@@ -156,8 +160,8 @@ public actor HotspotMachine<Transport: HelperTransport> {
     private func evaluate(_ ssid: String) async -> HotspotState {
         guard let network = sessions[ssid]?.network else { return .inactive }
         transition(ssid, to: .evaluating, helper: nil)
-        var candidates = helpers(except: persistence.snapshot.helpersOff(for: ssid))
-        let declared = declaredMatches(for: network, among: candidates)
+        let off = persistence.snapshot.helpersOff(for: ssid)
+        let declared = declaredMatches(for: network, except: off)
         if let (helper, match) = declared.first {
             log(ssid, .info, "\(ssid) matches the declaration of \(helper.id) (\(match))", helper: helper.id)
             if declared.count > 1, declared[1].match.confidence == match.confidence {
@@ -167,9 +171,9 @@ public actor HotspotMachine<Transport: HelperTransport> {
             if match.confidence == .high { return await authenticate(ssid, with: helper) }
         }
         var winner: Helper? = declared.first?.helper
-        if candidates.contains(where: { $0.declaredNetworks != nil }) {
-            candidates.removeAll { $0.declaredNetworks != nil }
-        }
+        let candidates = declarations.undeclared.count == helpers.count
+            ? helpers(except: off)
+            : declarations.undeclared.map { helpers[$0] }.filter { !off.contains($0.id) }
         await sendAll(request(.evaluate, ssid: ssid), to: candidates) { helper, response in
             if response.confidence == .high {
                 winner = helper
@@ -186,17 +190,21 @@ public actor HotspotMachine<Transport: HelperTransport> {
         return await authenticate(ssid, with: winner)
     }
 
-    /// The helpers among `candidates` whose declarations match `network`, high confidence
-    /// first, each in the helpers' order.
-    private func declaredMatches(for network: NetworkDescription, among candidates: [Helper]) -> [(helper: Helper, match: NetworkDeclaration.Match)] {
-        let matches = candidates.compactMap { helper in helper.declaredNetworks?.match(network).map { (helper: helper, match: $0) } }
+    /// The helpers not in `off` whose declarations match `network`, high confidence first,
+    /// each in the helpers' order; only the index's candidates are asked.
+    private func declaredMatches(for network: NetworkDescription, except off: Set<String>) -> [(helper: Helper, match: NetworkDeclaration.Match)] {
+        let matches = declarations.candidates(for: network.ssid).compactMap { position -> (helper: Helper, match: NetworkDeclaration.Match)? in
+            let helper = helpers[position]
+            guard !off.contains(helper.id), let match = helper.declaredNetworks?.match(network) else { return nil }
+            return (helper, match)
+        }
         return matches.filter { $0.match.confidence == .high } + matches.filter { $0.match.confidence != .high }
     }
 
     /// The helper whose declaration evaluate would choose for `network`, and how it matched;
     /// nil when no enabled helper's declaration matches it.
     public func declaredHelper(for network: NetworkDescription) -> (helper: Helper, match: NetworkDeclaration.Match)? {
-        declaredMatches(for: network, among: helpers(except: persistence.snapshot.helpersOff(for: network.ssid))).first
+        declaredMatches(for: network, except: persistence.snapshot.helpersOff(for: network.ssid)).first
     }
 
     private func authenticate(_ ssid: String, with helper: Helper) async -> HotspotState {
@@ -390,11 +398,19 @@ public actor HotspotMachine<Transport: HelperTransport> {
     /// that declares its networks only when one of them is in the list (its code does not run
     /// for networks it does not handle).
     public func filterScanList(_ networks: [NetworkDescription]) async -> [NetworkClaim] {
-        var candidates = helpers(except: persistence.snapshot.disabledHelpers)
-        if candidates.contains(where: { $0.declaredNetworks != nil }) {
-            candidates.removeAll { helper in
-                helper.declaredNetworks.map { declaration in !networks.contains { declaration.match($0) != nil } } ?? false
+        let off = persistence.snapshot.disabledHelpers
+        let candidates: [Helper]
+        if declarations.undeclared.count == helpers.count {
+            candidates = helpers(except: off)
+        } else {
+            // The declared helpers the index offers for a scanned network, kept when one matches.
+            var chosen = Set(declarations.undeclared)
+            for network in networks {
+                for position in declarations.candidates(for: network.ssid) where !chosen.contains(position) {
+                    if helpers[position].declaredNetworks?.match(network) != nil { chosen.insert(position) }
+                }
             }
+            candidates = chosen.sorted().map { helpers[$0] }.filter { !off.contains($0.id) }
         }
         var claims: [NetworkClaim] = []
         let request = CommandRequest(.filterScanList, network: nil, networkList: networks, deadline: deadline(of: .filterScanList))
