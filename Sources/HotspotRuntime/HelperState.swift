@@ -62,13 +62,22 @@ final class HelperState: Sendable {
         case .ready(let handle): return .success(handle)
         case .gone: result = .failure(LuaScriptError(.unavailable, "the helper was replaced or removed"))
         case .wait(let task, let isNew):
-            result = await task.value
+            var finished = await task.value
             if isNew {
-                phase.withLock { phase in
-                    if case .success(let handle) = result { phase = .built(handle) } else { phase = .idle }
+                // Kept only while the phase is still this build: an `unload` meanwhile (the
+                // helper replaced or removed) left it, and a state kept now would never go.
+                let kept: Bool = phase.withLock { phase in
+                    guard case .building(let current) = phase, current == task else { return false }
+                    if case .success(let handle) = finished { phase = .built(handle) } else { phase = .idle }
+                    return true
                 }
-                if case .success = result { built() }
+                if !kept, case .success(let handle) = finished {
+                    engine.unload(handle)
+                    finished = .failure(LuaScriptError(.unavailable, "the helper was replaced or removed"))
+                }
+                if kept, case .success = finished { built() }
             }
+            result = finished
         }
         if case .failure = result { release() }
         return result
