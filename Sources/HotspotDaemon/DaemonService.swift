@@ -83,8 +83,9 @@ public final class DaemonService: Sendable {
         }
         self.emit = emit
         let catalog = HelperCatalog(path: settings.scripts, engine: engine, retirementDelay: configuration.policy.commandDeadline,
-                                    trust: settings.trust)
+                                    trust: settings.trust, stateDirectory: persistence.path, runtimeVersion: settings.version)
         let firstLoad = await catalog.refresh()
+        for warning in firstLoad.warnings { emit(.log(.warn, warning)) }
         let helpers = await catalog.helpers
         guard !helpers.isEmpty else {
             throw StartError(lines: firstLoad.problems.map(\.description)

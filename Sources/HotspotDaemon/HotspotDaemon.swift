@@ -52,6 +52,7 @@ public actor HotspotDaemon {
     @discardableResult
     public func reload(reason: String) async -> HelperCatalog.Change {
         let change = await catalog.refresh()
+        for warning in change.warnings { emit(.log(.warn, warning)) }
         if change.changesHelpers { await runtime.replaceHelpers(await catalog.helpers) }
         emit(.reload(ReloadEvent(reason: reason, change)))
         return change

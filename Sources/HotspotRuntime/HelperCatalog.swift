@@ -6,6 +6,14 @@ import LinuxFiles
 /// files: a script whose text changed is loaded again, a new one is added, a deleted one is
 /// dropped, and one that no longer loads keeps its last good version running.
 ///
+/// A file of a scripts directory is read again only when its identity changed (device, inode,
+/// size, modification and change times: `FileIdentity`), so a reload among ten thousand
+/// scripts reads the few that changed. A signed catalog is verified whole at each refresh, as
+/// its manifest's signature covers the set: every script it lists is read and digested.
+///
+/// With a `DescriptionCache`, a declared helper whose script's digest has a description there
+/// is loaded from it without running the script.
+///
 /// A replaced version stays loaded in the engine for `retirementDelay`, so a command that
 /// started on it just before the reload still finishes on it.
 ///
@@ -23,6 +31,8 @@ public actor HelperCatalog {
         public var problems: [ScriptProblem] = []
         /// The signed catalog's version taken, when a new one was.
         public var catalogVersion: String?
+        /// What went wrong beside the scripts (the description cache could not be read or written).
+        public var warnings: [String] = []
 
         /// True when the set of helpers changed.
         public var changesHelpers: Bool { !(added.isEmpty && reloaded.isEmpty && removed.isEmpty) }
@@ -33,6 +43,10 @@ public actor HelperCatalog {
         var text: String
         /// The last version that loaded, if any did.
         var helper: HelperScript?
+        /// The file's identity when `text` was read from it; nil for a signed catalog's script.
+        var identity: FileIdentity?
+        /// The SHA-256 of `text` and what the prelude described of it, for `DescriptionCache`.
+        var description: (digest: [UInt8], described: LuaValue)?
     }
 
     public nonisolated let path: String
@@ -40,14 +54,21 @@ public actor HelperCatalog {
     private let retirementDelay: Duration
     private let trust: CatalogTrust?
     private var entries: [String: Entry] = [:]
+    private var descriptions: DescriptionCache?
+    /// Script files read since the catalog was made (for tests).
+    public private(set) var filesRead = 0
     /// The version of the signed catalog running, once one verified.
     public private(set) var catalogVersion: String?
 
-    public init(path: String, engine: LuaEngine, retirementDelay: Duration = .seconds(60), trust: CatalogTrust? = nil) {
+    /// `stateDirectory` and `runtimeVersion`: where to keep the scripts' descriptions
+    /// (`DescriptionCache`), with the version of the runtime that wrote them; nil keeps none.
+    public init(path: String, engine: LuaEngine, retirementDelay: Duration = .seconds(60), trust: CatalogTrust? = nil,
+                stateDirectory: String? = nil, runtimeVersion: String = "") {
         self.path = path
         self.engine = engine
         self.retirementDelay = retirementDelay
         self.trust = trust
+        descriptions = stateDirectory.map { DescriptionCache(directory: $0, runtimeVersion: runtimeVersion) }
     }
 
     /// The helpers that loaded, in file-name order.
@@ -59,6 +80,7 @@ public actor HelperCatalog {
     @discardableResult
     public func refresh() async -> Change {
         var change = Change()
+        change.warnings = descriptions?.takeWarnings() ?? []
         var scripts: [(path: String, text: String?, entry: SignedCatalog.Entry?)] = []
         var version: String?
         if let trust {
@@ -91,26 +113,31 @@ public actor HelperCatalog {
         }
         // Read first, then every changed script loaded at once (`loads`): one at a time,
         // ten thousand scripts would wait for ten thousand round trips to the worker.
-        var changed: [(path: String, text: String, entry: SignedCatalog.Entry?)] = []
+        var changed: [(path: String, text: String, entry: SignedCatalog.Entry?, identity: FileIdentity?)] = []
         for (scriptPath, verifiedText, entry) in scripts {
             let text: String
+            var identity: FileIdentity?
             if let verifiedText {
                 text = verifiedText
             } else {
+                if let known = staged[scriptPath]?.identity, FileIdentity(path: scriptPath) == known { continue }
                 do {
-                    text = String(decoding: try BoundedFile.read(scriptPath, limit: HelperScript.maximumSize), as: UTF8.self)
+                    let read = try BoundedFile.readWithIdentity(scriptPath, limit: HelperScript.maximumSize)
+                    filesRead += 1
+                    (text, identity) = (String(decoding: read.bytes, as: UTF8.self), read.identity)
                 } catch {
                     change.problems.append(ScriptProblem(location: scriptPath, message: "\(error)"))
                     continue
                 }
             }
             if let previous = staged[scriptPath], previous.text == text {
+                staged[scriptPath]?.identity = identity  // touched, not changed
                 continue
             }
-            changed.append((scriptPath, text, entry))
+            changed.append((scriptPath, text, entry, identity))
         }
-        let results = await Self.loads(changed.map { ($0.path, $0.text) }, into: engine)
-        for ((scriptPath, text, entry), result) in zip(changed, results) {
+        let results = await loads(changed.map { ($0.path, $0.text) })
+        for ((scriptPath, text, entry, identity), (result, description)) in zip(changed, results) {
             let previous = staged[scriptPath]
             switch result {
             case .success(let helper):
@@ -120,7 +147,8 @@ public actor HelperCatalog {
                     continue
                 }
                 loaded.append(helper)
-                staged[scriptPath] = Entry(text: text, helper: helper)
+                staged[scriptPath] = Entry(text: text, helper: helper, identity: identity,
+                                           description: helper.declaredNetworks == nil ? nil : description)
                 if let old = previous?.helper {
                     change.reloaded.append(helper.id)
                     retiring.append(old)
@@ -128,7 +156,7 @@ public actor HelperCatalog {
                     change.added.append(helper.id)
                 }
             case .failure(let found):
-                staged[scriptPath] = Entry(text: text, helper: previous?.helper)
+                staged[scriptPath] = Entry(text: text, helper: previous?.helper, identity: identity, description: previous?.description)
                 change.problems += found.problems
             }
         }
@@ -143,6 +171,11 @@ public actor HelperCatalog {
         }
         entries = staged
         retiring.forEach(retire)
+        do throws(StateDirectoryError) {
+            try descriptions?.keep(entries.values.compactMap(\.description))
+        } catch {
+            change.warnings.append("the scripts' descriptions could not be kept: \(error); the next start runs the scripts to describe them")
+        }
         if let version, version != catalogVersion {
             catalogVersion = version
             change.catalogVersion = version
@@ -154,19 +187,32 @@ public actor HelperCatalog {
     /// travel, few enough that the states being described stay a small part of its memory.
     static let concurrentLoads = 32
 
-    /// Loads `scripts` (path, text), `concurrentLoads` at a time; the results in their order.
-    private static func loads(_ scripts: [(path: String, text: String)],
-                              into engine: LuaEngine) async -> [Result<HelperScript, ScriptProblems>] {
-        await withTaskGroup(of: (Int, Result<HelperScript, ScriptProblems>).self) { group in
-            var results = [Result<HelperScript, ScriptProblems>?](repeating: nil, count: scripts.count)
+    typealias Loaded = (result: Result<HelperScript, ScriptProblems>, description: (digest: [UInt8], described: LuaValue)?)
+
+    /// Loads `scripts` (path, text), `concurrentLoads` at a time; the results in their order,
+    /// each with its digest and description when the description cache is kept. A declared
+    /// script the cache describes is not run.
+    private func loads(_ scripts: [(path: String, text: String)]) async -> [Loaded] {
+        let engine = engine, cache = descriptions
+        return await withTaskGroup(of: (Int, Loaded).self) { group in
+            var results = [Loaded?](repeating: nil, count: scripts.count)
             var next = 0
             func start() {
                 guard next < scripts.count else { return }
                 let index = next, (path, text) = scripts[index]
                 next += 1
-                group.addTask { (index, await HelperScript.load(path: path, text: text, into: engine)) }
+                group.addTask {
+                    guard let cache else { return (index, (await HelperScript.load(path: path, text: text, into: engine), nil)) }
+                    let digest = SignedCatalog.sha256(Array(text.utf8))
+                    if let described = cache.description(of: digest),
+                       let helper = HelperScript.declared(path: path, text: text, described: described) {
+                        return (index, (.success(helper), (digest, described)))
+                    }
+                    let (result, described) = await HelperScript.loadDescribed(path: path, text: text, into: engine)
+                    return (index, (result, described.map { (digest, $0) }))
+                }
             }
-            for _ in 0..<concurrentLoads { start() }
+            for _ in 0..<Self.concurrentLoads { start() }
             for await (index, result) in group {
                 results[index] = result
                 start()

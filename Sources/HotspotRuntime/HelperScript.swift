@@ -63,6 +63,13 @@ extension HelperScript {
     /// once to be described; a helper that declares its networks keeps no state after that
     /// (see `HelperState`).
     public static func load(path: String, text: String, into engine: LuaEngine) async -> Result<HelperScript, ScriptProblems> {
+        await loadDescribed(path: path, text: text, into: engine).result
+    }
+
+    /// `load`, with what the prelude described of the script when it ran (see
+    /// `DescriptionCache`); nil when it did not get that far.
+    static func loadDescribed(path: String, text: String, into engine: LuaEngine) async
+        -> (result: Result<HelperScript, ScriptProblems>, described: LuaValue?) {
         let handle: ScriptHandle
         let description: CallOutcome
         let source = ScriptSource(path: path, text: text)
@@ -70,19 +77,18 @@ extension HelperScript {
             // What the script returned, described by the prelude, in the load's round trip.
             (handle, description) = try await engine.load(source, thenCalling: ScriptNames.Entry.describe.rawValue)
         } catch {
-            return .failure(ScriptProblems(problems: [ScriptProblem(location: error.location.map { untruncated($0, path: path) } ?? path,
-                                                                         message: messageWithoutLocation(error))]))
+            return (.failure(ScriptProblems(problems: [ScriptProblem(location: error.location.map { untruncated($0, path: path) } ?? path,
+                                                                          message: messageWithoutLocation(error))])), nil)
         }
         let described: LuaValue
         do {
             described = try description.get().first ?? .nil
         } catch {
             engine.unload(handle)
-            return .failure(ScriptProblems(problems: [ScriptProblem(location: path, message: "cannot read what the script returned: \(error)")]))
+            return (.failure(ScriptProblems(problems: [ScriptProblem(location: path, message: "cannot read what the script returned: \(error)")])), nil)
         }
         switch check(described, path: path, source: text) {
         case .success(let contract):
-            let id = path.pathLastComponent.pathDeletingExtension
             let state: HelperState
             if contract.declaredNetworks != nil {
                 engine.unload(handle)
@@ -90,13 +96,25 @@ extension HelperScript {
             } else {
                 state = HelperState(built: handle)
             }
-            return .success(HelperScript(id: id, path: path, displayName: contract.displayName, hosts: contract.hosts,
-                                         followsPortal: contract.followsPortal, handlers: contract.handlers,
-                                         questions: contract.questions, declaredNetworks: contract.declaredNetworks, state: state))
+            return (.success(HelperScript(contract, path: path, state: state)), described)
         case .failure(let problems):
             engine.unload(handle)
-            return .failure(problems)
+            return (.failure(problems), described)
         }
+    }
+
+    /// The helper a script's earlier description makes, without running it: only a script
+    /// that declares its networks, whose state is built later anyway; nil for any other, or
+    /// when the description no longer passes the contract's check.
+    static func declared(path: String, text: String, described: LuaValue) -> HelperScript? {
+        guard case .success(let contract) = check(described, path: path, source: text), contract.declaredNetworks != nil else { return nil }
+        return HelperScript(contract, path: path, state: HelperState(buildingLaterFrom: ScriptSource(path: path, text: text)))
+    }
+
+    private init(_ contract: Contract, path: String, state: HelperState) {
+        self.init(id: path.pathLastComponent.pathDeletingExtension, path: path, displayName: contract.displayName, hosts: contract.hosts,
+                  followsPortal: contract.followsPortal, handlers: contract.handlers, questions: contract.questions,
+                  declaredNetworks: contract.declaredNetworks, state: state)
     }
 
     /// Lua shortens long chunk names to `...` and their end; the operator gets the whole path.

@@ -13,6 +13,12 @@ package enum BoundedFile {
     package static let mebibyte = 1 << 20
 
     package static func read(_ path: String, limit: Int) throws(BoundedFileError) -> [UInt8] {
+        try readWithIdentity(path, limit: limit).bytes
+    }
+
+    /// `read`, with the identity of the file opened, taken before its bytes are read: a
+    /// change while it is read changes its ctime, so the next comparison sees it.
+    package static func readWithIdentity(_ path: String, limit: Int) throws(BoundedFileError) -> (bytes: [UInt8], identity: FileIdentity) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
         defer { close(descriptor) }
@@ -20,6 +26,10 @@ package enum BoundedFile {
         guard fstat(descriptor, &status) == 0 else { throw .unreadable(String(cString: strerror(errno))) }
         guard status.st_mode & S_IFMT == S_IFREG else { throw .notRegular(kind(of: status.st_mode)) }
         guard Int(status.st_size) <= limit else { throw .tooLarge(size: Int(status.st_size), limit: limit) }
+        return (try readAll(descriptor, limit: limit), FileIdentity(status))
+    }
+
+    private static func readAll(_ descriptor: Int32, limit: Int) throws(BoundedFileError) -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
@@ -42,6 +52,34 @@ package enum BoundedFile {
         case S_IFBLK: "a block device"
         default: "a special file"
         }
+    }
+}
+
+/// What tells a file's versions apart without reading it: which file it is (device, inode)
+/// and its size, modification and change times to the nanosecond. An edit that keeps the
+/// size and sets the modification time back still moves the change time, which only the
+/// kernel sets.
+package struct FileIdentity: Sendable, Equatable {
+    let device: UInt64
+    let inode: UInt64
+    let size: Int64
+    let modifiedSeconds: Int64
+    let modifiedNanoseconds: Int64
+    let changedSeconds: Int64
+    let changedNanoseconds: Int64
+
+    init(_ status: stat) {
+        (device, inode, size) = (UInt64(status.st_dev), UInt64(status.st_ino), Int64(status.st_size))
+        (modifiedSeconds, modifiedNanoseconds) = (Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec))
+        (changedSeconds, changedNanoseconds) = (Int64(status.st_ctim.tv_sec), Int64(status.st_ctim.tv_nsec))
+    }
+
+    /// The identity of the file at `path` (a link followed, as reading it does); nil when it
+    /// cannot be had.
+    package init?(path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        self.init(status)
     }
 }
 
