@@ -72,8 +72,9 @@ struct Run: AsyncParsableCommand {
 
             --catalog DIR --trust KEYS runs a signed catalog instead (docs/OPERATIONS.md): only \
             the scripts its minisign-signed manifest lists with their digests load, and what is \
-            refused is said with why; SIGHUP takes a replaced catalog whole, or keeps the last \
-            good one when the new one does not verify or a script of it fails to load.
+            refused is said with why; SIGHUP (or --watch, when the path names another directory) \
+            takes a replaced catalog whole, or keeps the last good one when the new one does not \
+            verify or a script of it fails to load.
 
             Examples:
               hotspot-helper run --scripts /etc/hotspot-helper/scripts \\

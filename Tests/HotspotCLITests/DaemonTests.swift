@@ -659,6 +659,44 @@ struct DaemonTests {
         #expect(try await daemon.waitForExit() == 0)
     }
 
+    /// A catalog deployed by flipping a symbolic link (`current -> v1`, then `v2`), as the
+    /// package and rsync recipes of docs/OPERATIONS.md do, and rolled back: `--watch` verifies
+    /// and takes each version without a signal.
+    @Test func watchTakesACatalogWhoseLinkIsFlipped() async throws {
+        let venue = try await Self.aromaVenue()
+        defer { Task { await venue.portal.stop() } }
+        let keys = try CLI.temporaryDirectory()
+        let root = try CLI.temporaryDirectory()
+        let manifest = #"{"version": "%s", "helpers": [{"name": "aroma", "version": "1", "sha256": "%s", "#
+            + #""hosts": ["portal.aroma.example"]}]}"#
+        let scripts = venue.scripts
+        let made = try await onOwnThread {
+            try shellStatus("minisign -G -W -p \(keys)/fleet.pub -s \(keys)/fleet.key"
+                + " && for v in v1 v2; do mkdir \(root)/$v && cp \(scripts)/aroma.lua \(root)/$v/ && cd \(root)/$v"
+                + " && printf '\(manifest)' $v $(sha256sum aroma.lua | cut -c1-64) > manifest.json"
+                + " && minisign -S -s \(keys)/fleet.key -m manifest.json || exit 1; done && ln -s v1 \(root)/current")
+        }
+        #expect(made == 0)
+        let arguments = venue.arguments(["--watch"]).map { $0 == "--scripts" ? "--catalog" : ($0 == scripts ? root + "/current" : $0) }
+            + ["--trust", keys + "/fleet.pub"]
+        let daemon = try RunningCLI(arguments)
+        let started = try await daemon.waitForEvent { $0.event == "reload" }
+        #expect(started.catalogVersion == "v1", "\(started)")
+        try await daemon.waitForEvent(Self.isState("authenticated"))
+        let flipped = try await onOwnThread { try shellStatus("cd \(root) && ln -s v2 current.new && mv -T current.new current") }
+        #expect(flipped == 0)
+        let taken = try await daemon.waitForEvent { $0.event == "reload" && $0.reason == "changed on disk" }
+        #expect(taken.catalogVersion == "v2", "\(taken)")
+        #expect(taken.problems ?? [] == [], "\(taken)")
+        // Rolled back with `ln -sfn`, which replaces the link in place.
+        let rolledBack = try await onOwnThread { try shellStatus("cd \(root) && ln -sfn v1 current") }
+        #expect(rolledBack == 0)
+        let back = try await daemon.waitForEvent(count: 2) { $0.event == "reload" && $0.reason == "changed on disk" }
+        #expect(back.catalogVersion == "v1", "\(back)")
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
     @Test func usageErrorsSayWhatIsExpected() async throws {
         let scripts = try CLI.temporaryDirectory()
         let noSource = try await CLI.run(["run", "--scripts", scripts])

@@ -6,10 +6,27 @@ final class IdleDaemon {
     /// Where its metrics are served on loopback, when it was asked to serve them.
     let metricsPort: Int?
     private let scripts: ScratchDirectory
+    /// Whether `stop` removes its directories: not those it was given.
+    private let ownsDirectories: Bool
 
-    init(helperScripts sources: [String], servingMetrics: Bool = false) throws {
-        scripts = try ScratchDirectory(helperScripts: sources)
-        state = try ScratchDirectory()
+    convenience init(helperScripts sources: [String], servingMetrics: Bool = false) throws {
+        let scripts = try ScratchDirectory(helperScripts: sources)
+        let state: ScratchDirectory
+        do {
+            state = try ScratchDirectory()
+        } catch {
+            scripts.remove()
+            throw error
+        }
+        try self.init(scripts: scripts, state: state, servingMetrics: servingMetrics, ownsDirectories: true)
+    }
+
+    /// A daemon on directories the caller keeps: a start after another, with what the one
+    /// before left in the state directory.
+    init(scripts: ScratchDirectory, state: ScratchDirectory, servingMetrics: Bool = false, ownsDirectories: Bool = false) throws {
+        self.scripts = scripts
+        self.state = state
+        self.ownsDirectories = ownsDirectories
         do {
             let metrics = servingMetrics ? ["--metrics-listen", "127.0.0.1:0"] : []
             process = try ChildProcess(HelperCommand.run(scripts: scripts.path, state: state.path, ssid: "Venue-0") + metrics)
@@ -19,8 +36,10 @@ final class IdleDaemon {
             if servingMetrics, metricsPort == nil { throw BenchError("hotspot-helper run said no metrics address") }
             _ = try process.readLine(containing: #""to":"authenticated""#)
         } catch {
-            scripts.remove()
-            state.remove()
+            if ownsDirectories {
+                scripts.remove()
+                state.remove()
+            }
             throw error
         }
     }
@@ -28,8 +47,10 @@ final class IdleDaemon {
     /// Ends it with SIGTERM and removes its directories; its wait status.
     func stop() -> Int32 {
         defer {
-            scripts.remove()
-            state.remove()
+            if ownsDirectories {
+                scripts.remove()
+                state.remove()
+            }
         }
         return process.terminate()
     }

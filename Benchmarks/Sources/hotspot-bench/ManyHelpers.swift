@@ -90,16 +90,23 @@ private func measureCatalogUpdate(_ sources: [String], name: String, updates: In
 
 /// `hotspot-helper run` with every helper, keeping Venue-0 (the first helper's): from its
 /// spawn to the network authenticated (start to ready), then its processes' resident memory
-/// once idle for a second.
+/// once idle for a second. Every start is on the same scripts and state directory, as a
+/// device starts again: the first runs every script to describe it (its time is given apart),
+/// the others find the descriptions it kept.
 private func measureManyHelpersDaemon(_ sources: [String], name: String, starts: Int = 5) throws -> [Figure] {
+    let scripts = try ScratchDirectory(helperScripts: sources)
+    defer { scripts.remove() }
+    let state = try ScratchDirectory()
+    defer { state.remove() }
     var toReady: [Double] = []
+    var first = 0.0
     var memory: ProcessTreeMemory?
-    // Start 0 warms the page cache.
+    // Start 0 warms the page cache and keeps the descriptions.
     for run in 0...starts {
         let start = Deadline.now.nanoseconds
-        let daemon = try IdleDaemon(helperScripts: sources)
+        let daemon = try IdleDaemon(scripts: scripts, state: state)
         let ready = nanoseconds(since: start)
-        if run > 0 { toReady.append(ready) }
+        if run > 0 { toReady.append(ready) } else { first = ready }
         if run == starts {
             sleep(1)
             memory = try ProcessTreeMemory(root: daemon.process.pid)
@@ -112,7 +119,8 @@ private func measureManyHelpersDaemon(_ sources: [String], name: String, starts:
     return [
         Figure(
             name: "\(name), start to ready",
-            result: "min \(duration(nanoseconds: ready.minimum)), median \(duration(nanoseconds: ready.median)), max \(duration(nanoseconds: ready.maximum)) (n=\(ready.count))",
+            result: "min \(duration(nanoseconds: ready.minimum)), median \(duration(nanoseconds: ready.median)), max \(duration(nanoseconds: ready.maximum)) (n=\(ready.count)); "
+                + "the first start, describing every script, \(duration(nanoseconds: first))",
             goals: [.init(text: "≤ 2 s", met: ready.median <= 2e9)]),
         Figure(
             name: "\(name), idle daemon RSS",
