@@ -4,7 +4,7 @@ import LinuxFiles
 import LuaSandbox
 
 /// What each declared helper's script described when it last ran, by the SHA-256 of the
-/// script's bytes, kept in the state directory (`descriptions.json`) so that a start does not
+/// script's bytes, kept in the state directory (`descriptions.jsonl`) so that a start does not
 /// run ten thousand scripts again to read their declarations (docs/OPERATIONS.md, "Thousands
 /// of venues on one device").
 ///
@@ -15,7 +15,7 @@ import LuaSandbox
 /// bytes have its digest. A file that cannot be read as a cache is ignored with a warning and
 /// written again; it is the state directory's, with the same trust as `state.json`.
 struct DescriptionCache {
-    static let fileName = "descriptions.json"
+    static let fileName = "descriptions.jsonl"
     /// Far beyond the few hundred bytes each of `SignedCatalog.maximumHelpers` descriptions takes.
     static let sizeLimit = 32 * BoundedFile.mebibyte
     /// How deep a description's tables may nest to be kept: a declaration or `ui` goes a few levels down.
@@ -24,13 +24,17 @@ struct DescriptionCache {
     let file: String
     /// The runtime's version and the prelude's SHA-256: what else shapes a description.
     let runtime: String
-    private var descriptions: [[UInt8]: LuaValue] = [:]
+    /// Each description's JSON, by digest, parsed only when a script with that digest loads:
+    /// ten thousand descriptions parsed at once would cost the daemon their trees' memory.
+    private var lines: [[UInt8]: [UInt8]] = [:]
     /// The digests the file holds, to write it only when they change.
     private var saved: Set<[UInt8]> = []
     /// Why the file was not used, when it was there and could not be; said once.
     private var warnings: [String] = []
 
-    /// The cache in the state directory at `directory`, read now.
+    /// The cache in the state directory at `directory`, read now. The file is a line naming
+    /// the runtime (`{"runtime":"..."}`), then one line per description: the digest in
+    /// hexadecimal, a space, the description as JSON.
     init(directory: String, runtimeVersion: String) {
         file = directory.pathAppending(component: Self.fileName)
         runtime = runtimeVersion + " prelude " + SignedCatalog.hex(SignedCatalog.sha256(HelperPrelude.source.text))
@@ -43,17 +47,31 @@ struct DescriptionCache {
             warnings.append(ignored(because: error.description))
             return
         }
-        do throws(Unreadable) {
-            descriptions = try Self.parse(bytes, runtime: runtime)
-            saved = Set(descriptions.keys)
-        } catch {
-            switch error {
-            case .otherRuntime(let other):
-                warnings.append("\(file) was written by the runtime \(other), not \(runtime); the scripts are described again")
-            case .malformed(let reason):
-                warnings.append(ignored(because: reason))
-            }
+        var rest = bytes.split(separator: UInt8(ascii: "\n"))[...]
+        guard let header = rest.popFirst(), case .string(let written)? = try? JSONValue.parse(Array(header), maximumDepth: 2)["runtime"] else {
+            warnings.append(ignored(because: "its first line does not name the runtime"))
+            return
         }
+        guard written == Array(runtime.utf8) else {
+            warnings.append("\(file) was written by the runtime \(String(decoding: written, as: UTF8.self)), not \(runtime); "
+                            + "the scripts are described again")
+            return
+        }
+        var lines: [[UInt8]: [UInt8]] = [:]
+        for line in rest {
+            guard line.count > 65, line[line.startIndex + 64] == UInt8(ascii: " "),
+                  let digest = SignedCatalog.decodedHex(Array(line.prefix(64))), digest.count == 32 else {
+                warnings.append(ignored(because: "a line is not a SHA-256 and a description"))
+                return
+            }
+            lines[digest] = Array(line.dropFirst(65))
+        }
+        self.lines = lines
+        saved = Set(lines.keys)
+    }
+
+    private func ignored(because reason: String) -> String {
+        "\(file) is not a cache of script descriptions (\(reason)); it is ignored and written again"
     }
 
     mutating func takeWarnings() -> [String] {
@@ -61,55 +79,32 @@ struct DescriptionCache {
         return warnings
     }
 
-    private func ignored(because reason: String) -> String {
-        "\(file) is not a cache of script descriptions (\(reason)); it is ignored and written again"
+    /// The description of the script whose bytes have `digest`, and its JSON, if one is kept
+    /// and reads back; an entry that does not is as none, and its script runs.
+    func description(of digest: [UInt8]) -> (described: LuaValue, json: [UInt8])? {
+        guard let json = lines[digest], let value = try? JSONValue.parse(json, maximumDepth: 2 * Self.maximumTableDepth + 2),
+              let described = Self.luaValue(value) else { return nil }
+        return (described, json)
     }
 
-    /// The description of the script whose bytes have `digest`, if one is kept.
-    func description(of digest: [UInt8]) -> LuaValue? { descriptions[digest] }
+    /// `described` as the file holds it; nil for what it cannot hold faithfully.
+    static func encoded(_ described: LuaValue) -> [UInt8]? { json(described)?.serialized() }
 
-    /// Keeps exactly `current` (each loaded declared script's digest and description) and
-    /// writes the file when that changed; the error says why it could not be written.
-    mutating func keep(_ current: [(digest: [UInt8], described: LuaValue)]) throws(StateDirectoryError) {
-        var kept: [[UInt8]: (described: LuaValue, json: JSONValue)] = [:]
-        for (digest, described) in current {
-            if let json = Self.json(described) { kept[digest] = (described, json) }
+    /// Keeps exactly `current` (each loaded declared script's digest and encoded description)
+    /// and writes the file when that changed; the error says why it could not be written.
+    mutating func keep(_ current: [(digest: [UInt8], json: [UInt8])]) throws(StateDirectoryError) {
+        lines = Dictionary(current.map { ($0.digest, $0.json) }, uniquingKeysWith: { first, _ in first })
+        guard Set(lines.keys) != saved else { return }
+        var bytes = JSONValue(members: [("runtime", .string(Array(runtime.utf8)))]).serialized()
+        for (digest, json) in lines {
+            bytes.append(UInt8(ascii: "\n"))
+            bytes += SignedCatalog.hex(digest).utf8
+            bytes.append(UInt8(ascii: " "))
+            bytes += json
         }
-        descriptions = kept.mapValues(\.described)
-        guard Set(kept.keys) != saved else { return }
-        let document = JSONValue(members: [
-            ("runtime", .string(Array(runtime.utf8))),
-            ("descriptions", .object(kept.map { (Array(SignedCatalog.hex($0.key).utf8), $0.value.json) })),
-        ])
-        try StateDirectory.writeAtomically(Data(document.serialized()), to: file)
-        saved = Set(kept.keys)
-    }
-
-    // MARK: the file
-
-    private enum Unreadable: Error {
-        case otherRuntime(String)
-        case malformed(String)
-    }
-
-    private static func parse(_ bytes: [UInt8], runtime: String) throws(Unreadable) -> [[UInt8]: LuaValue] {
-        let document: JSONValue
-        do {
-            document = try JSONValue.parse(bytes, maximumDepth: 2 * maximumTableDepth + 4)
-        } catch {
-            throw .malformed("not JSON: \(error)")
-        }
-        guard case .string(let written)? = document["runtime"] else { throw .malformed("no \"runtime\"") }
-        guard written == Array(runtime.utf8) else { throw .otherRuntime(String(decoding: written, as: UTF8.self)) }
-        guard case .object(let members)? = document["descriptions"] else { throw .malformed("no \"descriptions\" object") }
-        var descriptions: [[UInt8]: LuaValue] = [:]
-        for (name, value) in members {
-            guard let digest = SignedCatalog.decodedHex(name), digest.count == 32, let described = luaValue(value) else {
-                throw .malformed("an entry is not a SHA-256 and a description")
-            }
-            descriptions[digest] = described
-        }
-        return descriptions
+        bytes.append(UInt8(ascii: "\n"))
+        try StateDirectory.writeAtomically(Data(bytes), to: file)
+        saved = Set(lines.keys)
     }
 
     /// A Lua value as JSON: a table as an array of its [key, value] pairs, so that any key and

@@ -45,8 +45,8 @@ public actor HelperCatalog {
         var helper: HelperScript?
         /// The file's identity when `text` was read from it; nil for a signed catalog's script.
         var identity: FileIdentity?
-        /// The SHA-256 of `text` and what the prelude described of it, for `DescriptionCache`.
-        var description: (digest: [UInt8], described: LuaValue)?
+        /// The SHA-256 of `text` and what the prelude described of it, as `DescriptionCache` keeps it.
+        var description: (digest: [UInt8], json: [UInt8])?
     }
 
     public nonisolated let path: String
@@ -80,7 +80,6 @@ public actor HelperCatalog {
     @discardableResult
     public func refresh() async -> Change {
         var change = Change()
-        change.warnings = descriptions?.takeWarnings() ?? []
         var scripts: [(path: String, text: String?, entry: SignedCatalog.Entry?)] = []
         var version: String?
         if let trust {
@@ -171,6 +170,7 @@ public actor HelperCatalog {
         }
         entries = staged
         retiring.forEach(retire)
+        change.warnings = descriptions?.takeWarnings() ?? []
         do throws(StateDirectoryError) {
             try descriptions?.keep(entries.values.compactMap(\.description))
         } catch {
@@ -187,7 +187,7 @@ public actor HelperCatalog {
     /// travel, few enough that the states being described stay a small part of its memory.
     static let concurrentLoads = 32
 
-    typealias Loaded = (result: Result<HelperScript, ScriptProblems>, description: (digest: [UInt8], described: LuaValue)?)
+    typealias Loaded = (result: Result<HelperScript, ScriptProblems>, description: (digest: [UInt8], json: [UInt8])?)
 
     /// Loads `scripts` (path, text), `concurrentLoads` at a time; the results in their order,
     /// each with its digest and description when the description cache is kept. A declared
@@ -204,12 +204,12 @@ public actor HelperCatalog {
                 group.addTask {
                     guard let cache else { return (index, (await HelperScript.load(path: path, text: text, into: engine), nil)) }
                     let digest = SignedCatalog.sha256(Array(text.utf8))
-                    if let described = cache.description(of: digest),
+                    if let (described, json) = cache.description(of: digest),
                        let helper = HelperScript.declared(path: path, text: text, described: described) {
-                        return (index, (.success(helper), (digest, described)))
+                        return (index, (.success(helper), (digest, json)))
                     }
                     let (result, described) = await HelperScript.loadDescribed(path: path, text: text, into: engine)
-                    return (index, (result, described.map { (digest, $0) }))
+                    return (index, (result, described.flatMap(DescriptionCache.encoded).map { (digest, $0) }))
                 }
             }
             for _ in 0..<Self.concurrentLoads { start() }

@@ -9,7 +9,7 @@ import Synchronization
 public import HotspotCore
 
 /// The state directory: `state.json` and `store/<helper>.json` (and the helper catalog's
-/// `descriptions.json`, `DescriptionCache`, written the same way). Every write is atomic
+/// `descriptions.jsonl`, `DescriptionCache`, written the same way). Every write is atomic
 /// (temporary file, fsync, rename, fsync of the directory), so a `kill -9` at any moment
 /// leaves either the old or the new file. A file that cannot be read is moved aside and
 /// reported, never silently dropped. Without a path everything stays in memory.

@@ -122,11 +122,11 @@ import Testing
             let change = await HelperCatalog(path: directory, engine: engine, stateDirectory: state, runtimeVersion: version).refresh()
             return (engine.callsMade, change)
         }
-        try "{\"runtime\": 7, \"descr".write(toFile: cache, atomically: true, encoding: .utf8)
+        try "{\"runtime\": 7, \"descr\n00 {}\n".write(toFile: cache, atomically: true, encoding: .utf8)
         let corrupt = try await start()
         #expect(corrupt.calls == Self.count && corrupt.change.added.count == Self.count)
         #expect(corrupt.change.warnings.count == 1)
-        #expect(corrupt.change.warnings.first?.hasPrefix("\(cache) is not a cache of script descriptions (not JSON") == true)
+        #expect(corrupt.change.warnings.first?.hasPrefix("\(cache) is not a cache of script descriptions (its first line does not name the runtime)") == true)
         #expect(try await start().calls == 0, "written again")
 
         let foreign = try await start(version: "2.0")
@@ -135,14 +135,15 @@ import Testing
 
         // An entry is used for its digest alone: one moved to another script's digest is a
         // description of nothing there, and that script runs.
-        var document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: cache))) as? [String: Any])
-        var descriptions = try #require(document["descriptions"] as? [String: Any])
-        let digests = descriptions.keys.sorted()
-        descriptions["00" + digests[0].dropFirst(2)] = descriptions.removeValue(forKey: digests[0])
-        document["descriptions"] = descriptions
-        try JSONSerialization.data(withJSONObject: document).write(to: URL(fileURLWithPath: cache))
+        var lines = try String(contentsOfFile: cache, encoding: .utf8).split(separator: "\n").map(String.init)
+        #expect(lines.count == 1 + Self.count)
+        lines[1] = "00" + lines[1].dropFirst(2)
+        // And one whose description is not JSON: as none, its script runs.
+        lines[2] = lines[2].prefix(65) + "{"
+        try (lines.joined(separator: "\n") + "\n").write(toFile: cache, atomically: true, encoding: .utf8)
         let moved = try await start(version: "2.0")
-        #expect(moved.calls == 1 && moved.change.added.count == Self.count && moved.change.warnings.isEmpty)
+        #expect(moved.calls == 2 && moved.change.added.count == Self.count && moved.change.warnings.isEmpty)
+        #expect(try await start(version: "2.0").calls == 0, "written again whole")
     }
 
     @Test func aHelperUnloadedWhileItsStateIsBuiltKeepsNoState() async throws {
