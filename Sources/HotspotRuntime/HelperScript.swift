@@ -1,7 +1,6 @@
 import FoundationEssentials
 import LinuxFiles
 public import LuaSandbox
-public import HotspotNetwork
 public import HotspotCore
 import ScriptContract
 
