@@ -49,6 +49,39 @@ struct NetworksTests {
                                         + "campus would be chosen and chain never asked"))
     }
 
+    /// Portal hosts and gateway families: `check` says what is wrong with an entry, where, and
+    /// what to give instead, and reports a host two scripts declare; `networks` matches a scan
+    /// list by SSID only (a portal shows at a join), so the SSID entry beside a host is named.
+    @Test func checkValidatesPortalHostsAndFamiliesAndNetworksNamesTheSSIDBesideThem() async throws {
+        let list = try scanList(#"[{"ssid": "Marina"}, {"ssid": "Berth 12"}]"#)
+        let scripts = (list as NSString).deletingLastPathComponent + "/scripts"
+        try FileManager.default.createDirectory(atPath: scripts, withIntermediateDirectories: true)
+        func script(_ name: String, _ networks: String) throws {
+            try "return { name = '\(name)', hosts = {},\n  networks = \(networks),\n  authenticate = function(cmd) return 'success' end }\n"
+                .write(toFile: "\(scripts)/\(name.lowercased()).lua", atomically: true, encoding: .utf8)
+        }
+        try script("Marina", "{ ssids = { 'Marina' }, portal_hosts = { 'login.marina.example' }, gateway_families = { 'unifi' } }")
+        try script("Quay", "{ portal_hosts = { 'LOGIN.marina.example' } }")
+        let run = try await CLI.run(["networks", "--scripts", scripts, "--scan-list", list])
+        #expect(run.status == 0, "\(run.errors)")
+        let lines = run.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+        #expect(lines == ["SSID HELPER DECLARED", #"Marina - Marina (marina): ssid "Marina", high confidence"#, "Berth 12 - -"])
+
+        try script("Broken", "{ portal_hosts = { 'https://login.marina.example/' }, gateway_families = { 'chillispot' } }")
+        let checked = try await CLI.run(["check", scripts])
+        #expect(checked.status == 1)
+        #expect(checked.output.contains(#"\#(scripts)/broken.lua:2: `networks.portal_hosts`: host pattern "https://login.marina.example/" "#
+                                        + "has a label that is not letters, digits and inner hyphens; give the host the network's portal redirects to"),
+                "\(checked.output)")
+        #expect(checked.output.contains("\(scripts)/quay.lua: `networks`: marina declares portal host login.marina.example as well; "
+                                        + "marina would be chosen and quay never asked"), "\(checked.output)")
+        try script("Broken", "{ gateway_families = { 'chillispot' } }")
+        let family = try await CLI.run(["check", scripts + "/broken.lua"])
+        #expect(family.status == 1)
+        #expect(family.output.contains(#"broken.lua:2: `networks.gateway_families`: "chillispot" is no gateway family; the families are "#
+                                       + "coovachilli, meraki, unifi, aruba, opennds, pfsense"), "\(family.output)")
+    }
+
     @Test func scriptsThatAreNotThereAreSaidSoWithoutBlamingAScript() async throws {
         let run = try await CLI.run(["networks", "--scripts", "/nonexistent/scripts", "--scan-list", try scanList(#"[{"ssid": "a"}]"#)])
         #expect(run.status == 2)
