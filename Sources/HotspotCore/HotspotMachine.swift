@@ -411,7 +411,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
 
     /// Runs `filter_scan_list` on every enabled helper and returns what each claims; a helper
     /// that declares its networks only when one of them is in the list (its code does not run
-    /// for networks it does not handle).
+    /// for networks it does not handle; one naming only portals never, a list having none).
     public func filterScanList(_ networks: [NetworkDescription]) async -> [NetworkClaim] {
         var candidates = helpers(except: persistence.snapshot.disabledHelpers)
         if candidates.contains(where: { $0.declaredNetworks != nil }) {

@@ -32,6 +32,10 @@ public struct NetworkDeclaration: Sendable, Hashable {
     /// or gateway families.
     public var namesPortals: Bool { !portalHosts.isEmpty || !gatewayFamilies.isEmpty }
 
+    /// Whether a network of a scan list can match it (`match(_:)`): it names SSIDs, or BSSID
+    /// prefixes alone. One that names only portals is never sent `filter_scan_list`.
+    public var matchesScanLists: Bool { !ssids.isEmpty || !ssidPatterns.isEmpty || (!bssidPrefixes.isEmpty && !namesPortals) }
+
     /// How a declaration matched a network: its confidence, and the entry that matched, as an
     /// operator reads it (`ssid "Campus Guest"`).
     public struct Match: Sendable, Equatable, CustomStringConvertible {

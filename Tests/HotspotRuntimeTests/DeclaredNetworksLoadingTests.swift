@@ -125,7 +125,9 @@ import Testing
         #expect(fixture.events.logs.contains { $0.message == "Harbour matches the declaration of chilli (gateway family coovachilli, low confidence)" })
     }
 
-    @Test func aDeclaredScriptWithEvaluateIsRefused() async throws {
+    /// A declared script with a handler it would never be sent: `evaluate`, or
+    /// `filter_scan_list` when it names only portals.
+    @Test func aDeclaredScriptWithAHandlerItIsNeverSentIsRefused() async throws {
         let engine = try LuaEngine(HotspotRuntime.engineConfiguration())
         defer { engine.shutdown() }
         let script = "return {\n  name = 'Campus', hosts = {}, networks = { ssids = { 'Campus' } },\n"
@@ -136,6 +138,15 @@ import Testing
         }
         #expect(found.problems.map(\.description) == ["campus.lua:3: a script that declares its `networks` is never asked to evaluate; "
                                                       + "leave out `evaluate`, or `networks` to have it judge each network"])
+
+        let portalsOnly = "return {\n  name = 'Marina', hosts = {}, networks = { portal_hosts = { 'login.marina.example' } },\n"
+            + "  filter_scan_list = function(cmd) end,\n}\n"
+        guard case .failure(let scanning) = await HelperScript.load(path: "marina.lua", text: portalsOnly, into: engine) else {
+            Issue.record("the script loaded")
+            return
+        }
+        #expect(scanning.problems.map(\.description) == ["marina.lua:3: a script whose `networks` name only portal hosts and gateway families "
+            + "is never sent filter_scan_list, since a scan list shows no portal; declare the SSIDs it claims there, or leave out `filter_scan_list`"])
     }
 
     @Test func twoScriptsDeclaringOneSSIDAreReported() async throws {
