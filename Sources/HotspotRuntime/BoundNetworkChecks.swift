@@ -4,8 +4,8 @@ import HotspotNetwork
 import PortalRecording
 
 /// The state machine's checks of a network, over the network's own interface and resolvers:
-/// the probes after a helper's success and at a join for declared portals, and the RFC 8908 Captive Portal API for when the next
-/// `maintain` comes.
+/// the probes after a helper's success and at a join for declared portals, and the RFC 8908
+/// Captive Portal API for when the next `maintain` comes.
 struct BoundNetworkChecks: NetworkChecks {
     let configuration: RuntimeConfiguration
     let events: @Sendable (HotspotEvent) -> Void
