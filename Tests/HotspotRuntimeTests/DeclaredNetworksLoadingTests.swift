@@ -130,23 +130,19 @@ import Testing
     @Test func aDeclaredScriptWithAHandlerItIsNeverSentIsRefused() async throws {
         let engine = try LuaEngine(HotspotRuntime.engineConfiguration())
         defer { engine.shutdown() }
-        let script = "return {\n  name = 'Campus', hosts = {}, networks = { ssids = { 'Campus' } },\n"
-            + "  evaluate = function(cmd) end,\n}\n"
-        guard case .failure(let found) = await HelperScript.load(path: "campus.lua", text: script, into: engine) else {
-            Issue.record("the script loaded")
-            return
+        func problems(_ path: String, networks: String, handler: String) async -> [String] {
+            let script = "return {\n  name = 'Campus', hosts = {}, networks = \(networks),\n  \(handler) = function(cmd) end,\n}\n"
+            guard case .failure(let found) = await HelperScript.load(path: path, text: script, into: engine) else { return ["loaded"] }
+            return found.problems.map(\.description)
         }
-        #expect(found.problems.map(\.description) == ["campus.lua:3: a script that declares its `networks` is never asked to evaluate; "
-                                                      + "leave out `evaluate`, or `networks` to have it judge each network"])
-
-        let portalsOnly = "return {\n  name = 'Marina', hosts = {}, networks = { portal_hosts = { 'login.marina.example' } },\n"
-            + "  filter_scan_list = function(cmd) end,\n}\n"
-        guard case .failure(let scanning) = await HelperScript.load(path: "marina.lua", text: portalsOnly, into: engine) else {
-            Issue.record("the script loaded")
-            return
-        }
-        #expect(scanning.problems.map(\.description) == ["marina.lua:3: a script whose `networks` name only portal hosts and gateway families "
-            + "is never sent filter_scan_list, since a scan list shows no portal; declare the SSIDs it claims there, or leave out `filter_scan_list`"])
+        #expect(await problems("campus.lua", networks: "{ ssids = { 'Campus' } }", handler: "evaluate") == [
+            "campus.lua:3: a script that declares its `networks` is never asked to evaluate; "
+                + "leave out `evaluate`, or `networks` to have it judge each network",
+        ])
+        #expect(await problems("marina.lua", networks: "{ portal_hosts = { 'login.marina.example' } }", handler: "filter_scan_list") == [
+            "marina.lua:3: a script whose `networks` name only portal hosts and gateway families is never sent filter_scan_list, "
+                + "since a scan list shows no portal; declare the SSIDs it claims there, or leave out `filter_scan_list`",
+        ])
     }
 
     @Test func twoScriptsDeclaringOneSSIDAreReported() async throws {
