@@ -152,12 +152,18 @@ public actor HotspotMachine<Transport: HelperTransport> {
     /// A helper whose declaration matches with high confidence wins without any code running.
     /// Otherwise evaluate goes to every enabled helper that declares nothing, at once; the
     /// first `high` wins at once and the others are cancelled; otherwise the first `low`
-    /// (a declaration's before any helper's answer), once all have answered.
+    /// (a declaration's before any helper's answer), once all have answered. Portal hosts and
+    /// gateway families are matched only when no SSID or BSSID entry did: a declared SSID wins
+    /// over a host, and a network a declaration names is not probed first.
     private func evaluate(_ ssid: String) async -> HotspotState {
         guard let network = sessions[ssid]?.network else { return .inactive }
         transition(ssid, to: .evaluating, helper: nil)
         var candidates = helpers(except: persistence.snapshot.helpersOff(for: ssid))
-        let declared = declaredMatches(for: network, among: candidates)
+        var declared = declaredMatches(for: network, among: candidates)
+        if declared.isEmpty, candidates.contains(where: { $0.declaredNetworks?.namesPortals == true }) {
+            declared = await portalMatches(for: network, among: candidates)
+            if Task.isCancelled { return stopped(ssid) }
+        }
         if let (helper, match) = declared.first {
             log(ssid, .info, "\(ssid) matches the declaration of \(helper.id) (\(match))", helper: helper.id)
             if declared.count > 1, declared[1].match.confidence == match.confidence {
@@ -189,8 +195,25 @@ public actor HotspotMachine<Transport: HelperTransport> {
     /// The helpers among `candidates` whose declarations match `network`, high confidence
     /// first, each in the helpers' order.
     private func declaredMatches(for network: NetworkDescription, among candidates: [Helper]) -> [(helper: Helper, match: NetworkDeclaration.Match)] {
-        let matches = candidates.compactMap { helper in helper.declaredNetworks?.match(network).map { (helper: helper, match: $0) } }
-        return matches.filter { $0.match.confidence == .high } + matches.filter { $0.match.confidence != .high }
+        Self.highFirst(candidates.compactMap { helper in helper.declaredNetworks?.match(network).map { (helper: helper, match: $0) } })
+    }
+
+    /// The helpers among `candidates` whose portal hosts or gateway families match what a probe
+    /// of `network` sees, high confidence first; none when it is not captive.
+    private func portalMatches(for network: NetworkDescription, among candidates: [Helper]) async -> [(helper: Helper, match: NetworkDeclaration.Match)] {
+        guard let portal = await checks.portal(of: network) else {
+            log(network.ssid, .info, "\(network.ssid) shows no portal; the declared portal hosts and gateway families do not match it")
+            return []
+        }
+        log(network.ssid, .info, "\(network.ssid)'s portal is at \(portal.host)"
+            + (portal.family.map { ", a \($0.rawValue) gateway by its redirect" } ?? ""))
+        return Self.highFirst(candidates.compactMap { helper in
+            helper.declaredNetworks?.match(network, portal: portal).map { (helper: helper, match: $0) }
+        })
+    }
+
+    private static func highFirst(_ matches: [(helper: Helper, match: NetworkDeclaration.Match)]) -> [(helper: Helper, match: NetworkDeclaration.Match)] {
+        matches.filter { $0.match.confidence == .high } + matches.filter { $0.match.confidence != .high }
     }
 
     /// The helper whose declaration evaluate would choose for `network`, and how it matched;
@@ -388,7 +411,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
 
     /// Runs `filter_scan_list` on every enabled helper and returns what each claims; a helper
     /// that declares its networks only when one of them is in the list (its code does not run
-    /// for networks it does not handle).
+    /// for networks it does not handle; one naming only portals never, a list having none).
     public func filterScanList(_ networks: [NetworkDescription]) async -> [NetworkClaim] {
         var candidates = helpers(except: persistence.snapshot.disabledHelpers)
         if candidates.contains(where: { $0.declaredNetworks != nil }) {

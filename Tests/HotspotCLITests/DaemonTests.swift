@@ -659,6 +659,94 @@ struct DaemonTests {
         #expect(try await daemon.waitForExit() == 0)
     }
 
+    /// A catalog replaced (its directory's link renamed over, as a package or `rsync` with a
+    /// link swap does) and taken at SIGHUP while a join is in progress: the join finishes with
+    /// the version it started with, not restarted; the next command runs the new version; the
+    /// session is kept. Then a version whose helper fails to load is refused, and the last good
+    /// one keeps running.
+    @Test func aCatalogReplacedMidJoinIsTakenAtTheNextCommandAndABadOneRolledBack() async throws {
+        var settings = ScenarioSettings()
+        settings.latency = .seconds(1)  // each portal answer takes a second: the join is still running when the catalog is replaced
+        let venue = try await Venue(.clickThrough, script: "aroma.lua", ssid: "Aroma-Guest", portalHost: "portal.aroma.example",
+                                    settings: settings)
+        defer { Task { await venue.portal.stop() } }
+        let root = try CLI.temporaryDirectory()
+        func script(_ version: String) -> String {
+            """
+            return {
+              name = "Aroma",
+              hosts = { "portal.aroma.example" },
+              networks = { ssids = { "Aroma-Guest" } },
+              authenticate = function(cmd)
+                local verdict = cmd:probe()
+                if not verdict.portal_url then return "temporary_failure" end
+                local answer = cmd:http{ url = verdict.portal_url, form = { accept_terms = "yes" } }
+                log.info("authenticate of catalog \(version)")
+                return answer and answer.status == 200 and "success" or "temporary_failure"
+              end,
+              maintain = function(cmd)
+                log.info("maintain of catalog \(version)")
+                return "success"
+              end,
+            }
+
+            """
+        }
+        func make(_ version: String, text: String? = nil) async throws {
+            let directory = "\(root)/v\(version)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+            try (text ?? script(version)).write(toFile: directory + "/aroma.lua", atomically: false, encoding: .utf8)
+            let manifest = #"{"version": "\#(version)", "helpers": [{"name": "aroma", "version": "\#(version)", "sha256": "%s", "#
+                + #""hosts": ["portal.aroma.example"], "networks": {"ssids": ["Aroma-Guest"]}}]}"#
+            let made = try await onOwnThread {
+                try shellStatus("cd \(directory) && printf '\(manifest)' $(sha256sum aroma.lua | cut -c1-64) > manifest.json"
+                    + " && minisign -S -s \(root)/fleet.key -m manifest.json")
+            }
+            #expect(made == 0)
+        }
+        func swap(to version: String) throws {
+            try FileManager.default.createSymbolicLink(atPath: root + "/current.new", withDestinationPath: "v" + version)
+            #expect(rename(root + "/current.new", root + "/current") == 0)
+        }
+        #expect(try await onOwnThread { try shellStatus("minisign -G -W -p \(root)/fleet.pub -s \(root)/fleet.key") } == 0)
+        try await make("1")
+        try await make("2")
+        try FileManager.default.createSymbolicLink(atPath: root + "/current", withDestinationPath: "v1")
+        let arguments = venue.arguments(["--maintain-interval", "1"]).map { $0 == venue.scripts ? root + "/current" : $0 }
+            .map { $0 == "--scripts" ? "--catalog" : $0 } + ["--trust", root + "/fleet.pub"]
+        let daemon = try RunningCLI(arguments)
+
+        try await daemon.waitForEvent(Self.isState("authenticating"))
+        try swap(to: "2")
+        daemon.signal(SIGHUP)
+        try await daemon.waitForEvent { $0.event == "reload" && $0.reason == "SIGHUP" && $0.catalogVersion == "2" }
+        try await daemon.waitForEvent(Self.isState("authenticated"))
+        let taken = try #require(daemon.events.firstIndex { $0.event == "reload" && $0.catalogVersion == "2" })
+        let answered = try #require(daemon.events.firstIndex(where: Self.isCommand("authenticate")))
+        #expect(taken < answered, "the catalog was to be replaced while the join ran")
+        let messages = daemon.events.compactMap(\.message)
+        #expect(messages.contains("authenticate of catalog 1") && !messages.contains("authenticate of catalog 2"), "\(messages)")
+        #expect(daemon.events.filter { $0.event == "command" && $0.command == "authenticate" }.count == 1)
+        try await daemon.waitForEvent { $0.message == "maintain of catalog 2" }
+        #expect(!daemon.events.contains { $0.message == "maintain of catalog 1" })
+        #expect(try await venue.control(["status"]).output.contains("catalog: version 2"))
+
+        // Version 3's helper does not load: refused whole, version 2 keeps running and maintaining.
+        try await make("3", text: script("3").replacing("return {", with: "return {{"))
+        try swap(to: "3")
+        daemon.signal(SIGHUP)
+        let refused = try await daemon.waitForEvent { $0.event == "reload" && $0.problems?.isEmpty == false }
+        #expect(refused.problems?.last?.hasSuffix("the catalog version 3 is refused; the catalog version 2 keeps running") == true,
+                "\(refused.problems ?? [])")
+        let maintained = daemon.events.filter { $0.message == "maintain of catalog 2" }.count
+        try await daemon.waitForEvent(count: maintained + 1) { $0.message == "maintain of catalog 2" }
+        #expect(try await venue.control(["status"]).output.contains("catalog: version 2"))
+        // Never restarted: one authenticating, then maintains.
+        #expect(daemon.events.filter(Self.isState("authenticating")).count == 1)
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
     @Test func usageErrorsSayWhatIsExpected() async throws {
         let scripts = try CLI.temporaryDirectory()
         let noSource = try await CLI.run(["run", "--scripts", scripts])
