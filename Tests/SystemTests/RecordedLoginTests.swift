@@ -58,7 +58,7 @@ struct RecordedLoginTests {
                     if try probeStatus(probe) == 204 { break }
                 }
                 // The check the person's system makes once logged in, answered 204.
-                let probesBefore = recorder.finishedResponses(to: probe)
+                let probesBefore = recorder.responses(to: probe)
                 try recorder.browser.send("Page.navigate", ["url": probe])
                 try recorder.waitForResponse(to: probe, beyond: probesBefore)
                 try recorder.har().write(to: URL(fileURLWithPath: path))

@@ -41,26 +41,23 @@ public final class ChromiumRecorder {
         }
     }
 
-    /// How many responses to `url` have loaded whole so far.
-    public func finishedResponses(to url: String) -> Int {
-        let events = browser.events
-        let answered = Set(events.filter { $0["method"] as? String == "Network.responseReceived" }.compactMap { event -> String? in
+    /// How many responses to `url` the browser has received so far (a 204's navigation ends
+    /// there, without the load finishing).
+    public func responses(to url: String) -> Int {
+        browser.events.filter { event in
             let parameters = event["params"] as? [String: Any]
-            return (parameters?["response"] as? [String: Any])?["url"] as? String == url ? parameters?["requestId"] as? String : nil
-        })
-        return events.filter { event in
-            event["method"] as? String == "Network.loadingFinished"
-                && answered.contains((event["params"] as? [String: Any])?["requestId"] as? String ?? "")
+            return event["method"] as? String == "Network.responseReceived"
+                && (parameters?["response"] as? [String: Any])?["url"] as? String == url
         }.count
     }
 
-    /// Waits until more responses to `url` have loaded whole than `count`, the ones before.
+    /// Waits until the browser has received more responses to `url` than `count`, the ones before.
     public func waitForResponse(to url: String, beyond count: Int, within limit: Duration = .seconds(10)) throws {
         guard holdsBlocking(within: limit, {
             _ = try? browser.evaluate("true")  // the browser's events arrive with a reply
-            return finishedResponses(to: url) > count
+            return responses(to: url) > count
         }) else {
-            throw HeadlessBrowser.Failure(description: "no response to \(url) loaded within \(limit)")
+            throw HeadlessBrowser.Failure(description: "no response to \(url) within \(limit)")
         }
     }
 
