@@ -81,13 +81,13 @@ $(XML_LIBRARY): | deps
 build: deps private-libraries
 	$(SWIFT) build
 
-# Two passes: the suites of the modules first, then the end-to-end ones (HotspotCLITests,
-# GatewayTests: the real executable against real NetworkManager, ConnMan, networkd, openNDS,
-# Chromium, Prometheus), whose processes keep both cores busy and would stretch the engine's
-# and the probes' real-time bounds if they ran beside them. The whole output is kept in
-# .build/test-output.log; when a test fails, its issues are printed again at the end, where a
-# CI log's tail shows them.
-END_TO_END_SUITES := HotspotCLITests|GatewayTests
+# Two passes: the suites of the modules first, then the end-to-end ones (HotspotCLITests: the
+# real executable as a user runs it; SystemTests: with real NetworkManager, ConnMan, networkd,
+# radvd, systemd, Prometheus and Chromium; GatewayTests: real openNDS gateways), whose
+# processes keep both cores busy and would stretch the engine's and the probes' real-time
+# bounds if they ran beside them. The whole output is kept in .build/test-output.log; when a
+# test fails, its issues are printed again at the end, where a CI log's tail shows them.
+END_TO_END_SUITES := HotspotCLITests|SystemTests|GatewayTests
 test: test-deps private-libraries
 	$(SWIFT) build --build-tests
 	@{ $(SWIFT) test --skip-build --skip "$(END_TO_END_SUITES)" 2>&1; echo $$? > .build/test-status; \

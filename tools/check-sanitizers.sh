@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Every suite under AddressSanitizer (and UndefinedBehaviorSanitizer for the C), then the
-# engine's, the core's and the runtime's under ThreadSanitizer; each in a build folder of its
-# own (the workers the tests start are built with the same sanitizers). Not part of `make test`:
-# each build takes minutes on two cores. Run from the checkout by `make check-sanitizers`, with
-# the project's libcurl and libxml2 built (PRIVATE_LIBRARIES: their folder), which are put
-# beside each build's executables so the tests run with them as a device does.
+# engine's, the core's, the runtime's and the script libraries' under ThreadSanitizer; each in a
+# build folder of its own (the workers the tests start are built with the same sanitizers).
+# Not part of `make test`: each build takes minutes on two cores. Run from the checkout by
+# `make check-sanitizers`, with the project's libcurl and libxml2 built (PRIVATE_LIBRARIES:
+# their folder), which are put beside each build's executables so the tests run with them as
+# a device does.
 #
 # Swift takes AddressSanitizer only; UndefinedBehaviorSanitizer covers the C (the sandbox,
 # libcurl's setters). Leaks are not reported: XCTest's own runner leaves allocations at exit.
@@ -38,6 +39,6 @@ rm -rf "$reports" && mkdir -p "$reports"
 status=0
 TSAN_OPTIONS="handle_segv=0:suppressions=$PWD/Tests/thread-sanitizer.supp:log_path=$PWD/$reports/report" \
   "$swift" test --skip-build --sanitize=thread --scratch-path .build-tsan \
-  --no-parallel --filter "LuaSandboxTests|HotspotCoreTests|HotspotRuntimeTests" || status=$?
+  --no-parallel --filter "LuaSandboxTests|HotspotCoreTests|HotspotRuntimeTests|ScriptLibrariesTests" || status=$?
 if [ -n "$(ls "$reports")" ]; then cat "$reports"/*; echo "ThreadSanitizer reported the above"; exit 1; fi
 exit $status
