@@ -627,7 +627,7 @@ struct DaemonTests {
     @Test func aCatalogReplacedMidJoinIsTakenAtTheNextCommandAndABadOneRolledBack() async throws {
         var settings = ScenarioSettings()
         settings.latency = .seconds(1)  // each portal answer takes a second: the join is still running when the catalog is replaced
-        let venue = try await Venue(.clickThrough, script: "aroma.lua", ssid: "Aroma-Guest", portalHost: "portal.aroma.example",
+        let venue = try await SimulatedVenue(.clickThrough, script: "aroma.lua", ssid: "Aroma-Guest", portalHost: "portal.aroma.example",
                                     settings: settings)
         defer { Task { await venue.portal.stop() } }
         let root = try CLI.temporaryDirectory()
@@ -676,13 +676,13 @@ struct DaemonTests {
             .map { $0 == "--scripts" ? "--catalog" : $0 } + ["--trust", root + "/fleet.pub"]
         let daemon = try RunningCLI(arguments)
 
-        try await daemon.waitForEvent(Self.isState("authenticating"))
+        try await daemon.waitForEvent(EventLine.isState("authenticating"))
         try swap(to: "2")
         daemon.signal(SIGHUP)
         try await daemon.waitForEvent { $0.event == "reload" && $0.reason == "SIGHUP" && $0.catalogVersion == "2" }
-        try await daemon.waitForEvent(Self.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
         let taken = try #require(daemon.events.firstIndex { $0.event == "reload" && $0.catalogVersion == "2" })
-        let answered = try #require(daemon.events.firstIndex(where: Self.isCommand("authenticate")))
+        let answered = try #require(daemon.events.firstIndex(where: EventLine.isCommand("authenticate")))
         #expect(taken < answered, "the catalog was to be replaced while the join ran")
         let messages = daemon.events.compactMap(\.message)
         #expect(messages.contains("authenticate of catalog 1") && !messages.contains("authenticate of catalog 2"), "\(messages)")
@@ -702,7 +702,7 @@ struct DaemonTests {
         try await daemon.waitForEvent(count: maintained + 1) { $0.message == "maintain of catalog 2" }
         #expect(try await venue.control(["status"]).output.contains("catalog: version 2"))
         // Never restarted: one authenticating, then maintains.
-        #expect(daemon.events.filter(Self.isState("authenticating")).count == 1)
+        #expect(daemon.events.filter(EventLine.isState("authenticating")).count == 1)
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }
