@@ -184,7 +184,7 @@ peer:
 # The sanitizers over the suites, and the fuzz targets (docs/FUZZING.md): each script says
 # what it runs and why. Neither is part of `make test`: their builds take minutes.
 check-sanitizers: test-deps private-libraries
-	PRIVATE_LIBRARIES=$(PRIVATE_LIBRARIES) SWIFT=$(SWIFT) tools/check-sanitizers.sh
+	PRIVATE_LIBRARIES=$(PRIVATE_LIBRARIES) SWIFT=$(SWIFT) END_TO_END_SUITES="$(END_TO_END_SUITES)" tools/check-sanitizers.sh
 fuzz: deps private-libraries
 	PRIVATE_LIBRARIES=$(PRIVATE_LIBRARIES) SWIFT=$(SWIFT) tools/fuzz.sh
 
