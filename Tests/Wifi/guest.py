@@ -155,6 +155,13 @@ def link():
     return sh(f"iw dev {CLIENT} link", check=False)
 
 
+def hostapd_cli(interface, arguments):
+    """A command to the access point on `interface` through its control socket."""
+    answer = sh(f"ip netns exec ap hostapd_cli -p {WORK}/hostapd -i {interface} {arguments}")
+    if answer.strip() != "OK":
+        raise RuntimeError(f"hostapd_cli {arguments}: {answer.strip()}")
+
+
 def nmcli(arguments, check=True):
     return sh("nmcli --wait 120 " + arguments, check=check)
 
@@ -401,10 +408,18 @@ def main():
     @scenario("an access point that vanishes is left, and when it is back the helper maintains with did_just_join", after=wpa2)
     def _():
         nmcli("connection modify hotel connection.autoconnect yes")
+        # An access point that goes away deauthenticates its stations. hostapd does as it stops,
+        # but in two runs of three wpa_supplicant then went from completed to scanning with no
+        # disconnected between, the one state that starts NetworkManager's link timeout, and the
+        # device stayed activated for minutes: the deauthentication is sent while the access
+        # point still runs, and the kernel's word that the client lost it awaited.
+        station = open(f"/sys/class/net/{CLIENT}/address").read().strip()
+        hostapd_cli("wlan2", f"deauthenticate {station}")
+        wait_for("the client deauthenticated", lambda: "Not connected" in link(), 30)
         access_points["hotel"].terminate()
         access_points["hotel"].wait(10)
-        # NetworkManager keeps the device activated while wpa_supplicant looks for the access
-        # point, and gives up after its link timeout (15 s, longer under emulation).
+        # wpa_supplicant looks for the access point again, NetworkManager keeps the device
+        # activated meanwhile and gives up after its link timeout (15 s, longer under emulation).
         daemon.wait("Hotel-Secure left", state("inactive", "Hotel-Secure"), timeout=150)
         access_points["hotel"] = start_access_point("hotel")
         by_itself = True
@@ -436,9 +451,11 @@ if __name__ == "__main__":
         results.append(("the test bed's set-up", str(error)))
         log(f"set-up failed: {error}")
     finally:
-        # The neighbours and the bridge's forwarding table as the run left them, for a failure's reasons.
+        # The neighbours and the bridge's forwarding table as the run left them, and the
+        # kernel's log (associations, deauthentications), for a failure's reasons.
         write(os.path.join(OUT, "network.txt"), sh(
             f"ip addr; ip neigh; iw dev {CLIENT} link; ip -n ap addr; ip -n ap neigh; bridge -n ap fdb show br br0", check=False))
+        write(os.path.join(OUT, "kernel.log"), sh("dmesg", check=False))
         for process in reversed(processes):
             if process.poll() is None:
                 stop(process)
