@@ -154,8 +154,8 @@ test-package: guest-deps deb
 # Real Wi-Fi in a guest (Tests/Wifi, docs/WIFI-TESTBED.md): Debian's kernel booted with the host's
 # files shared read-only, mac80211_hwsim radios, hostapd access points and a real
 # NetworkManager, then ConnMan, with the release build's daemon following each; the scenarios
-# share one boot and end with a report. 10 to 15 minutes under emulation on two busy cores; .ci/run runs it
-# after `make test`.
+# share one boot and end with a report. 5 to 7 minutes under emulation on two busy cores once
+# the release is built, up to 15 on a busier machine; .ci/run runs it after `make test`.
 test-wifi: wifi-deps release
 	Tests/Wifi/run .build/release
 

@@ -340,8 +340,14 @@ def set_up_connman():
     write("/var/lib/connman/settings", "[global]\nTimeUpdates=manual\nTimezoneUpdates=manual\n")
     start_supplicant("wpa_supplicant-connman")
     wait_for("wpa_supplicant on the bus", lambda: succeeds("busctl introspect fi.w1.wpa_supplicant1 /fi/w1/wpa_supplicant1"), 60)
-    # -r: the name servers go to the daemon from ConnMan's services, no DNS proxy between.
-    start("connman", ["connmand", "--nodaemon", f"--config={WORK}/connman.conf", "-i", CLIENT, "--noplugin=iwd", "-r"])
+    # With its DNS proxy, and /etc/resolv.conf ConnMan's, as Debian's package sets them up
+    # (its tmpfiles rule, connman_resolvconf.conf), so the system's resolver asks ConnMan. The
+    # daemon joins a service when ConnMan says it is ready, and learns its name servers from
+    # the Nameservers ConnMan signals after that (half a second later here): a helper's
+    # first probe goes through the system's resolver.
+    os.remove("/etc/resolv.conf")
+    os.symlink("/run/connman/resolv.conf", "/etc/resolv.conf")
+    start("connman", ["connmand", "--nodaemon", f"--config={WORK}/connman.conf", "-i", CLIENT, "--noplugin=iwd"])
     technology = "net.connman /net/connman/technology/wifi net.connman.Technology"
     wait_for("ConnMan's Wi-Fi", lambda: sh(f"busctl call {technology} GetProperties", check=False), 90)
     sh(f"busctl call {technology} SetProperty sv Powered b true", check=False)  # an error when it already is
