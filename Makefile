@@ -28,10 +28,10 @@ GUEST_PACKAGES := $(DEB_PACKAGES) mmdebstrap qemu-system-x86 linux-image-amd64 e
 # What `make test-wifi` needs (docs/WIFI-TESTBED.md): Debian's kernel, with mac80211_hwsim, booted
 # by qemu through virtme-ng (from PyPI, in a virtual environment: python3-venv; busybox-static
 # for its initramfs), and the host's own hostapd, iw, wpa_supplicant, NetworkManager (dhclient
-# for option 114), dnsmasq, dbus, curl and tcpdump (its captures are kept for a failure's
-# reasons), which the guest runs from the host's files.
+# for option 114), ConnMan (masked, as `deps` says), dnsmasq, dbus, curl and tcpdump (its
+# captures are kept for a failure's reasons), which the guest runs from the host's files.
 WIFI_PACKAGES := qemu-system-x86 linux-image-amd64 busybox-static python3-venv kmod hostapd iw wpasupplicant \
-	network-manager isc-dhcp-client dnsmasq-base dbus curl tcpdump
+	network-manager connman isc-dhcp-client dnsmasq-base dbus curl tcpdump
 
 .PHONY: all deps test-deps profile-deps deb-deps guest-deps wifi-deps build release install deb test-package test-wifi test demo bench peer symbol-order check-sanitizers fuzz clean private-libraries
 
@@ -153,8 +153,9 @@ test-package: guest-deps deb
 
 # Real Wi-Fi in a guest (Tests/Wifi, docs/WIFI-TESTBED.md): Debian's kernel booted with the host's
 # files shared read-only, mac80211_hwsim radios, hostapd access points and a real
-# NetworkManager, with the release build's daemon following it; the scenarios share one boot
-# and end with a report. 10 to 15 minutes under emulation on two busy cores.
+# NetworkManager, then ConnMan, with the release build's daemon following each; the scenarios
+# share one boot and end with a report. 5 to 7 minutes under emulation on two busy cores once
+# the release is built, up to 15 on a busier machine; .ci/run runs it after `make test`.
 test-wifi: wifi-deps release
 	Tests/Wifi/run .build/release
 
