@@ -28,10 +28,10 @@ GUEST_PACKAGES := $(DEB_PACKAGES) mmdebstrap qemu-system-x86 linux-image-amd64 e
 # What `make test-wifi` needs (docs/WIFI-TESTBED.md): Debian's kernel, with mac80211_hwsim, booted
 # by qemu through virtme-ng (from PyPI, in a virtual environment: python3-venv; busybox-static
 # for its initramfs), and the host's own hostapd, iw, wpa_supplicant, NetworkManager (dhclient
-# for option 114), dnsmasq, dbus, curl and tcpdump (its captures are kept for a failure's
-# reasons), which the guest runs from the host's files.
+# for option 114), ConnMan (masked, as `deps` says), dnsmasq, dbus, curl and tcpdump (its
+# captures are kept for a failure's reasons), which the guest runs from the host's files.
 WIFI_PACKAGES := qemu-system-x86 linux-image-amd64 busybox-static python3-venv kmod hostapd iw wpasupplicant \
-	network-manager isc-dhcp-client dnsmasq-base dbus curl tcpdump
+	network-manager connman isc-dhcp-client dnsmasq-base dbus curl tcpdump
 
 .PHONY: all deps test-deps profile-deps deb-deps guest-deps wifi-deps build release install deb test-package test-wifi test demo bench peer symbol-order check-sanitizers fuzz clean private-libraries
 
@@ -81,13 +81,13 @@ $(XML_LIBRARY): | deps
 build: deps private-libraries
 	$(SWIFT) build
 
-# Two passes: the suites of the modules first, then the end-to-end ones (HotspotCLITests,
-# GatewayTests: the real executable against real NetworkManager, ConnMan, networkd, openNDS,
-# Chromium, Prometheus), whose processes keep both cores busy and would stretch the engine's
-# and the probes' real-time bounds if they ran beside them. The whole output is kept in
-# .build/test-output.log; when a test fails, its issues are printed again at the end, where a
-# CI log's tail shows them.
-END_TO_END_SUITES := HotspotCLITests|GatewayTests
+# Two passes: the suites of the modules first, then the end-to-end ones (HotspotCLITests: the
+# real executable as a user runs it; SystemTests: with real NetworkManager, ConnMan, networkd,
+# radvd, systemd, Prometheus and Chromium; GatewayTests: real openNDS gateways), whose
+# processes keep both cores busy and would stretch the engine's and the probes' real-time
+# bounds if they ran beside them. The whole output is kept in .build/test-output.log; when a
+# test fails, its issues are printed again at the end, where a CI log's tail shows them.
+END_TO_END_SUITES := HotspotCLITests|SystemTests|GatewayTests
 test: test-deps private-libraries
 	$(SWIFT) build --build-tests
 	@{ $(SWIFT) test --skip-build --skip "$(END_TO_END_SUITES)" 2>&1; echo $$? > .build/test-status; \
@@ -153,8 +153,9 @@ test-package: guest-deps deb
 
 # Real Wi-Fi in a guest (Tests/Wifi, docs/WIFI-TESTBED.md): Debian's kernel booted with the host's
 # files shared read-only, mac80211_hwsim radios, hostapd access points and a real
-# NetworkManager, with the release build's daemon following it; the scenarios share one boot
-# and end with a report. 10 to 15 minutes under emulation on two busy cores.
+# NetworkManager, then ConnMan, with the release build's daemon following each; the scenarios
+# share one boot and end with a report. 5 to 7 minutes under emulation on two busy cores once
+# the release is built, up to 15 on a busier machine; .ci/run runs it after `make test`.
 test-wifi: wifi-deps release
 	Tests/Wifi/run .build/release
 
@@ -184,7 +185,7 @@ peer:
 # The sanitizers over the suites, and the fuzz targets (docs/FUZZING.md): each script says
 # what it runs and why. Neither is part of `make test`: their builds take minutes.
 check-sanitizers: test-deps private-libraries
-	PRIVATE_LIBRARIES=$(PRIVATE_LIBRARIES) SWIFT=$(SWIFT) tools/check-sanitizers.sh
+	PRIVATE_LIBRARIES=$(PRIVATE_LIBRARIES) SWIFT=$(SWIFT) END_TO_END_SUITES="$(END_TO_END_SUITES)" tools/check-sanitizers.sh
 fuzz: deps private-libraries
 	PRIVATE_LIBRARIES=$(PRIVATE_LIBRARIES) SWIFT=$(SWIFT) tools/fuzz.sh
 

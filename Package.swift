@@ -239,8 +239,9 @@ let package = Package(
         // test says (`Harness`, `TestClock`), waiting on conditions, blocking work off Swift
         // concurrency's threads, scratch files, reading events by kind, background services
         // (a private bus) started with Spawning's signal reset, so SIGTERM stops them, the built
-        // executable run as a user runs it, a web server and resolver inside a network namespace.
-        .target(name: "TestSupport", dependencies: ["HotspotCore", "LuaSandbox", "Spawning", "Locking"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        // executable run as a user runs it (a daemon too, against a simulated venue), a web server
+        // and resolver inside a network namespace.
+        .target(name: "TestSupport", dependencies: ["HotspotCore", "LuaSandbox", "Spawning", "Locking", "PortalSimulator"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
         // How the tests and the bench run a real NetworkManager, or a real openNDS gateway, in network namespaces: the files
         // and scripts of each step, with no dependency, so the bench (a package of its own) can
         // use it as well.
@@ -269,14 +270,18 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings),
+        // The command line as a user runs it, on loopback and in namespaces of the test's own.
         // Scenarios/ holds the venue scripts of the scenario tests.
         .testTarget(
             name: "HotspotCLITests",
-            dependencies: [
-                "LuaSandbox", "PortalSimulator", "Spawning", "TestSupport", "TestbedRecipes", "Locking",
-                "hotspot-helper", "hotspot-helper-devtools", "hotspot-helper-web",
-            ],
+            dependencies: ["LuaSandbox", "PortalSimulator", "TestSupport", "hotspot-helper", "hotspot-helper-devtools", "hotspot-helper-web"],
             exclude: ["Scenarios"],
+            swiftSettings: swiftSettings),
+        // The daemon with the real systems around it on a device: NetworkManager (and its
+        // python3-dbusmock stand-in), ConnMan, systemd-networkd, radvd, systemd, Prometheus, Chromium.
+        .testTarget(
+            name: "SystemTests",
+            dependencies: ["PortalSimulator", "TestSupport", "TestbedRecipes", "Locking", "hotspot-helper", "hotspot-helper-devtools", "hotspot-helper-web"],
             swiftSettings: swiftSettings),
         // Real captive gateways (Debian's openNDS) in network namespaces, logged in through by the
         // real executable with the bundled helpers.
@@ -286,6 +291,8 @@ let package = Package(
         .testTarget(name: "PackageLayoutTests", dependencies: ["TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "CLibraryLoadingTests", dependencies: ["CLibraryLoading"], swiftSettings: swiftSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: swiftSettings),
+        .testTarget(name: "ScriptLibrariesTests", dependencies: ["ScriptLibraries", "LuaSandbox", "HotspotNetwork", "TestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "PersonPageTests", dependencies: ["PersonPage", "HotspotControl", "HotspotCore", "Locking", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "PortalRecordingTests", dependencies: ["PortalRecording", "TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "LinuxFilesTests", dependencies: ["LinuxFiles", "TestSupport", "Locking"], swiftSettings: swiftSettings),

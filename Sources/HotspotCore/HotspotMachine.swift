@@ -156,12 +156,18 @@ public actor HotspotMachine<Transport: HelperTransport> {
     /// A helper whose declaration matches with high confidence wins without any code running.
     /// Otherwise evaluate goes to every enabled helper that declares nothing, at once; the
     /// first `high` wins at once and the others are cancelled; otherwise the first `low`
-    /// (a declaration's before any helper's answer), once all have answered.
+    /// (a declaration's before any helper's answer), once all have answered. Portal hosts and
+    /// gateway families are matched only when no SSID or BSSID entry did: a declared SSID wins
+    /// over a host, and a network a declaration names is not probed first.
     private func evaluate(_ ssid: String) async -> HotspotState {
         guard let network = sessions[ssid]?.network else { return .inactive }
         transition(ssid, to: .evaluating, helper: nil)
         let off = persistence.snapshot.helpersOff(for: ssid)
-        let declared = declaredMatches(for: network, except: off)
+        var declared = declaredMatches(for: network, except: off)
+        if declared.isEmpty, helpers.contains(where: { $0.declaredNetworks?.namesPortals == true && !off.contains($0.id) }) {
+            declared = await portalMatches(for: network, among: helpers(except: off))
+            if Task.isCancelled { return stopped(ssid) }
+        }
         if let (helper, match) = declared.first {
             log(ssid, .info, "\(ssid) matches the declaration of \(helper.id) (\(match))", helper: helper.id)
             if declared.count > 1, declared[1].match.confidence == match.confidence {
@@ -193,12 +199,29 @@ public actor HotspotMachine<Transport: HelperTransport> {
     /// The helpers not in `off` whose declarations match `network`, high confidence first,
     /// each in the helpers' order; only the index's candidates are asked.
     private func declaredMatches(for network: NetworkDescription, except off: Set<String>) -> [(helper: Helper, match: NetworkDeclaration.Match)] {
-        let matches = declarations.candidates(for: network.ssid).compactMap { position -> (helper: Helper, match: NetworkDeclaration.Match)? in
+        Self.highFirst(declarations.candidates(for: network.ssid).compactMap { position in
             let helper = helpers[position]
             guard !off.contains(helper.id), let match = helper.declaredNetworks?.match(network) else { return nil }
-            return (helper, match)
+            return (helper: helper, match: match)
+        })
+    }
+
+    /// The helpers among `candidates` whose portal hosts or gateway families match what a probe
+    /// of `network` sees, high confidence first; none when it is not captive.
+    private func portalMatches(for network: NetworkDescription, among candidates: [Helper]) async -> [(helper: Helper, match: NetworkDeclaration.Match)] {
+        guard let portal = await checks.portal(of: network) else {
+            log(network.ssid, .info, "\(network.ssid) shows no portal; the declared portal hosts and gateway families do not match it")
+            return []
         }
-        return matches.filter { $0.match.confidence == .high } + matches.filter { $0.match.confidence != .high }
+        log(network.ssid, .info, "\(network.ssid)'s portal is at \(portal.host)"
+            + (portal.family.map { ", a \($0.rawValue) gateway by its redirect" } ?? ""))
+        return Self.highFirst(candidates.compactMap { helper in
+            helper.declaredNetworks?.match(network, portal: portal).map { (helper: helper, match: $0) }
+        })
+    }
+
+    private static func highFirst(_ matches: [(helper: Helper, match: NetworkDeclaration.Match)]) -> [(helper: Helper, match: NetworkDeclaration.Match)] {
+        matches.filter { $0.match.confidence == .high } + matches.filter { $0.match.confidence != .high }
     }
 
     /// The helper whose declaration evaluate would choose for `network`, and how it matched;
@@ -396,7 +419,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
 
     /// Runs `filter_scan_list` on every enabled helper and returns what each claims; a helper
     /// that declares its networks only when one of them is in the list (its code does not run
-    /// for networks it does not handle).
+    /// for networks it does not handle; one naming only portals never, a list having none).
     public func filterScanList(_ networks: [NetworkDescription]) async -> [NetworkClaim] {
         let off = persistence.snapshot.disabledHelpers
         let candidates: [Helper]

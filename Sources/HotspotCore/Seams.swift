@@ -87,6 +87,10 @@ public protocol NetworkChecks: Sendable {
     /// Probes `network` after `helper` claimed success; nil when it cannot be checked (the
     /// implementation says why in an event).
     func connectivity(of network: NetworkDescription, after helper: String) async -> ConnectivityEvent?
+    /// Probes `network` at a join, before any helper's code runs, for the declarations that name
+    /// portal hosts or gateway families: its portal when it is captive and a probe named one,
+    /// else nil (the implementation reports the verdict in an event).
+    func portal(of network: NetworkDescription) async -> PortalSighting?
     /// When the next maintain should come, at most `interval` from now (a Captive Portal
     /// API's session can bring it forward).
     func maintainDelay(for network: NetworkDescription, interval: Duration) async -> Duration

@@ -3,7 +3,7 @@ internal import CCurl
 import Glibc
 #endif
 import Locking
-import HotspotCore
+public import HotspotCore
 
 /// Cookies of one helper on one network session, in libcurl's cookie engine (domain,
 /// path, expiry and `Secure` as curl applies them), that session's open connections, and

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 package import Glibc
 #endif
+public import HotspotCore
 import Locking
 
 /// A TCP connection or a UDP session to one allowed host, leaving by the network's

@@ -1,10 +1,11 @@
 import Dispatch
 import HotspotCore
 import HotspotNetwork
+import PortalRecording
 
 /// The state machine's checks of a network, over the network's own interface and resolvers:
-/// the probes after a helper's success, and the RFC 8908 Captive Portal API for when the next
-/// `maintain` comes.
+/// the probes after a helper's success and at a join for declared portals, and the RFC 8908
+/// Captive Portal API for when the next `maintain` comes.
 struct BoundNetworkChecks: NetworkChecks {
     let configuration: RuntimeConfiguration
     let events: @Sendable (HotspotEvent) -> Void
@@ -16,6 +17,19 @@ struct BoundNetworkChecks: NetworkChecks {
     func connectivity(of network: NetworkDescription, after helper: String) async -> ConnectivityEvent? {
         let verdict = await ConnectivityProbe.verdict(of: ProbeSet(network.probes), binding: binding(network))
         return ConnectivityEvent(verdict, network: network.ssid, helper: helper)
+    }
+
+    /// The portal's host and the gateway family its URL's shape names (the redirect of a
+    /// probe, the Captive Portal API's or a WISPr message's login URL, the best found).
+    func portal(of network: NetworkDescription) async -> PortalSighting? {
+        let verdict = await ConnectivityProbe.verdict(of: ProbeSet(network.probes), binding: binding(network))
+        events(.connectivity(ConnectivityEvent(verdict, network: network.ssid, helper: nil)))
+        guard verdict.state == .captive, let url = verdict.portalURL else { return nil }
+        let reference = URLReference(url)
+        guard let host = reference.hostParts?.host, !host.isEmpty else { return nil }
+        let query = Dictionary(FormFields.decode(reference.query ?? ""), uniquingKeysWith: { _, last in last })
+        return PortalSighting(url: url, host: host.contains(":") ? "[\(host)]" : host,
+                              family: GatewayFamily.recognised(path: reference.path, query: query))
     }
 
     /// Before the session runs out when the API says it can be extended, just after it runs

@@ -1,7 +1,6 @@
 import FoundationEssentials
 import LinuxFiles
 public import LuaSandbox
-public import HotspotNetwork
 public import HotspotCore
 import ScriptContract
 
@@ -213,6 +212,11 @@ extension HelperScript {
             if handlers.contains(.evaluate) {
                 problems.append(ScriptProblem(location: at("evaluate"), message: "a script that declares its `networks` is never asked "
                                               + "to evaluate; leave out `evaluate`, or `networks` to have it judge each network"))
+            }
+            if let declaredNetworks, !declaredNetworks.matchesScanLists, handlers.contains(.filterScanList) {
+                problems.append(ScriptProblem(location: at(HotspotCommand.filterScanList.rawValue), message: "a script whose `networks` "
+                                              + "name only portal hosts and gateway families is never sent filter_scan_list, since a scan "
+                                              + "list shows no portal; declare the SSIDs it claims there, or leave out `filter_scan_list`"))
             }
         }
         guard problems.isEmpty else { return .failure(ScriptProblems(problems: problems)) }

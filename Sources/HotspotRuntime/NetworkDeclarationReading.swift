@@ -1,20 +1,18 @@
 public import HotspotCore
 import LuaSandbox
+import ScriptContract
 
 /// A script's `networks` as Lua gives them (docs/SCRIPTING.md, "Declaring networks"):
 ///
-///     networks = { ssids = { "Campus Guest" }, ssid_patterns = { "Campus-*" }, bssid_prefixes = { "02:5e:10" } }
+///     networks = { ssids = { "Campus Guest" }, ssid_patterns = { "Campus-*" }, bssid_prefixes = { "02:5e:10" },
+///                  portal_hosts = { "login.campus.example" }, gateway_families = { "coovachilli" } }
 extension NetworkDeclaration {
     /// What is wrong with a declaration: the first problem, naming the field.
     public struct ReadingProblem: Error, Sendable, Equatable, CustomStringConvertible {
         public let description: String
     }
 
-    enum Field: String, CaseIterable {
-        case ssids
-        case ssidPatterns = "ssid_patterns"
-        case bssidPrefixes = "bssid_prefixes"
-    }
+    typealias Field = ScriptNames.NetworksKey
 
     /// Far more than a venue's names; a roaming provider's thousands of venues are helpers of
     /// their own, so that each is loaded only where it is met.
@@ -61,10 +59,31 @@ extension NetworkDeclaration {
             throw problem("`networks.bssid_prefixes`: \"\(prefix.prefix(40))\" is no BSSID prefix; give 1 to 6 hexadecimal octets "
                           + "separated by colons, such as \"02:5e:10\"")
         }
-        guard !(ssids.isEmpty && patterns.isEmpty && prefixes.isEmpty) else {
+        var hosts: [HostPattern] = []
+        for text in try strings(.portalHosts) {
+            switch HostPattern.parse(text) {
+            case .success(let host): hosts.append(host)
+            case .failure(let error):
+                throw problem("`networks.\(Field.portalHosts.rawValue)`: \(error.description); give the host the network's portal redirects to, "
+                              + "such as \"login.campus.example\", or \"*.campus.example\" for any name below that domain")
+            }
+        }
+        var families: [GatewayFamily] = []
+        for name in try strings(.gatewayFamilies) {
+            guard let family = GatewayFamily(rawValue: name) else {
+                let known = GatewayFamily.allCases.map(\.rawValue).joined(separator: ", ")
+                if GatewayFamily.recognisedByTheirPageOnly.contains(name) {
+                    throw problem("`networks.\(Field.gatewayFamilies.rawValue)`: \"\(name)\" is told apart only by its login page, which no code has read "
+                                  + "when a declared helper is chosen; declare its `\(Field.portalHosts.rawValue)`, or leave the choice to `evaluate`")
+                }
+                throw problem("`networks.\(Field.gatewayFamilies.rawValue)`: \"\(name.prefix(40))\" is no gateway family; the families are \(known)")
+            }
+            families.append(family)
+        }
+        guard !(ssids.isEmpty && patterns.isEmpty && prefixes.isEmpty && hosts.isEmpty && families.isEmpty) else {
             throw problem("`networks` declares no network; leave it out to have `evaluate` judge each network")
         }
-        self.init(ssids: ssids, ssidPatterns: patterns, bssidPrefixes: prefixes)
+        self.init(ssids: ssids, ssidPatterns: patterns, bssidPrefixes: prefixes, portalHosts: hosts, gatewayFamilies: families)
     }
 
     private static func isBSSIDPrefix(_ text: String) -> Bool {

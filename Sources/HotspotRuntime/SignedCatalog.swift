@@ -25,6 +25,10 @@ public enum SignedCatalog {
     /// A manifest of 20,000 helpers with declarations is about 5 MiB.
     public static let maximumManifestSize = 16 * BoundedFile.mebibyte
     public static let maximumHelpers = 20_000
+    /// What a catalog's scripts may come to together: the runtime keeps each helper's text,
+    /// and 10,000 venue scripts of a few KiB are a third of it. With the manifest's and each
+    /// script's own limits, this bounds what reading a catalog holds.
+    public static let maximumScriptsSize = 128 * BoundedFile.mebibyte
     static let maximumSignatureSize = 4096
 
     /// One helper as the manifest lists it.
@@ -66,6 +70,18 @@ public enum SignedCatalog {
         let keyID = try trust.verify(signature, of: manifestBytes, manifest: "\(directory)/\(manifestName)")
         let (version, entries) = try parseManifest(manifestBytes, at: "\(directory)/\(manifestName)")
 
+        // Sizes first, so that a catalog over the bound is refused before any script is read.
+        var scriptsSize = 0
+        for entry in entries {
+            var status = stat()
+            if lstat(real.pathAppending(component: "\(entry.name).lua"), &status) == 0, status.st_mode & S_IFMT == S_IFREG {
+                scriptsSize += min(Int(status.st_size), HelperScript.maximumSize + 1)
+            }
+        }
+        guard scriptsSize <= maximumScriptsSize else {
+            throw CatalogProblem("\(directory): its scripts come to more than \(maximumScriptsSize / BoundedFile.mebibyte) MiB, "
+                                 + "the most a catalog may hold; split it, or make its scripts smaller")
+        }
         var scripts: [(path: String, text: String, entry: Entry)] = []
         var refused: [ScriptProblem] = []
         for entry in entries {

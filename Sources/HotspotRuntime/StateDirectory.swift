@@ -21,7 +21,9 @@ public import HotspotCore
 public final class StateDirectory: HotspotPersistence {
     public let path: String?
     private let state: PlainLock<PersistentState>
-    private let stores: PlainLock<[String: [String: [String: String]]]>
+    /// Each helper's `cmd.store` values by SSID, told apart by their bytes (`BySSID`): the NFC
+    /// and NFD forms of one name are two networks, each with a store of its own.
+    private let stores: PlainLock<[String: BySSID<[String: String]>]>
     /// The latest content of each file whose write failed, by path, and whether a retry is
     /// due. Held through every write, so a retry never overwrites a newer file.
     private let unsaved = PlainLock(Unsaved())
@@ -42,7 +44,7 @@ public final class StateDirectory: HotspotPersistence {
         self.retryInterval = retryInterval
         var warnings: [String] = []
         var loaded = PersistentState()
-        var stores: [String: [String: [String: String]]] = [:]
+        var stores: [String: BySSID<[String: String]>] = [:]
         if let path {
             do {
                 try FileManager.default.createDirectory(atPath: path + "/store", withIntermediateDirectories: true,
@@ -72,7 +74,7 @@ public final class StateDirectory: HotspotPersistence {
             for name in (try? FileManager.default.contentsOfDirectory(atPath: path + "/store")) ?? []
             where name.hasSuffix(".json") {
                 let helper = String(name.dropLast(5))
-                if let store: [String: [String: String]] = Self.read(path + "/store/" + name, warnings: &warnings) {
+                if let store: BySSID<[String: String]> = Self.read(path + "/store/" + name, warnings: &warnings) {
                     stores[helper] = store
                 }
             }
@@ -104,7 +106,7 @@ public final class StateDirectory: HotspotPersistence {
 
     public func setStore(_ values: [String: String], helper: String, ssid: String) throws {
         try stores.withLock { stores in
-            var helperStores = stores[helper] ?? [:]
+            var helperStores = stores[helper] ?? BySSID()
             helperStores[ssid] = values.isEmpty ? nil : values
             stores[helper] = helperStores
             if let path { try save(try Self.encoder.encode(helperStores), to: path + "/store/\(helper).json") }

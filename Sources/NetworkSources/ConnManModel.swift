@@ -77,7 +77,9 @@ struct ConnManService {
         var network = NetworkDescription(ssid: name.isEmpty ? interface : name, signalStrength: type == "wifi" ? strength : 1,
                                          isSecure: security.contains { !["none", "wps"].contains($0) }, interface: interface)
         // The project's resolver asks IPv4 servers only.
-        network.resolvers = (properties["Nameservers"]?.elements?.compactMap(\.string) ?? []).filter { !$0.contains(":") }
+        // IPv4 servers first, then IPv6 ones (an IPv6-only network has only those).
+        let servers = properties["Nameservers"]?.elements?.compactMap(\.string) ?? []
+        network.resolvers = servers.filter { !$0.contains(":") } + servers.filter { $0.contains(":") }
         return network
     }
 

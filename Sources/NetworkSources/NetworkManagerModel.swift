@@ -1,4 +1,5 @@
 import HotspotCore
+import HotspotNetwork
 import DBusClient
 
 /// Names of NetworkManager's D-Bus API that the source uses.
@@ -16,6 +17,7 @@ enum NetworkManagerAPI {
     /// A profile: its settings come from GetSettings, not as properties.
     static let profile = "org.freedesktop.NetworkManager.Settings.Connection"
     static let ip4Config = "org.freedesktop.NetworkManager.IP4Config"
+    static let ip6Config = "org.freedesktop.NetworkManager.IP6Config"
     static let dhcp4Config = "org.freedesktop.NetworkManager.DHCP4Config"
     static let agentManagerPath = "/org/freedesktop/NetworkManager/AgentManager"
     static let agentManager = "org.freedesktop.NetworkManager.AgentManager"
@@ -244,6 +246,16 @@ private struct PropertyReader {
         }
         if let configPath = reference(device, "Ip4Config", of: path) {
             network.resolvers = nameServers(objects[configPath, NetworkManagerAPI.ip4Config], of: configPath)
+        }
+        // IPv6 servers after IPv4 ones (an IPv6-only network has only those): from DHCPv6 or
+        // the router advertisement's RDNSS, which NetworkManager reads itself.
+        if let configPath = reference(device, "Ip6Config", of: path),
+           let servers = read(objects[configPath, NetworkManagerAPI.ip6Config], "Nameservers", of: configPath, expected: "an array of byte arrays",
+                              { $0.elements.map { $0.compactMap(\.bytes) } }) {
+            for server in servers where server.count == 16 {
+                let text = SocketAddress.ipv6Text(server[...])
+                if !network.resolvers.contains(text) { network.resolvers.append(text) }
+            }
         }
         if let dhcpPath = reference(device, "Dhcp4Config", of: path),
            let options = read(objects[dhcpPath, NetworkManagerAPI.dhcp4Config], "Options", of: dhcpPath, expected: "a dictionary", { $0.stringKeyed }) {

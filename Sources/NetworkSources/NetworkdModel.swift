@@ -1,4 +1,5 @@
 import HotspotCore
+import HotspotNetwork
 import JSON
 
 /// Names of systemd-networkd's D-Bus API that the source uses.
@@ -67,11 +68,17 @@ extension ManagerView {
         var network = NetworkDescription(ssid: ssid, bssid: Self.hardwareAddress(link["BSSID"]) ?? "", interface: name)
         var resolvers: [String] = []
         if case .array(let servers)? = link["DNS"] {
+            // IPv4 servers first, then IPv6 ones (an IPv6-only network has only those).
+            var ipv6: [String] = []
             for server in servers {
-                // The project's resolver asks IPv4 servers only.
-                guard case .integer(2)? = server["Family"], let bytes = Self.bytes(server["Address"]), bytes.count == 4 else { continue }
-                resolvers.append(bytes.map(String.init).joined(separator: "."))
+                guard let bytes = Self.bytes(server["Address"]) else { continue }
+                switch server["Family"] {
+                case .integer(2)? where bytes.count == 4: resolvers.append(bytes.map(String.init).joined(separator: "."))
+                case .integer(10)? where bytes.count == 16: ipv6.append(SocketAddress.ipv6Text(bytes[...]))
+                default: continue
+                }
             }
+            resolvers += ipv6
         } else if link["DNS"] != nil {
             problems.append("systemd-networkd's DNS of \(name) is not an array; it is left out")
         }

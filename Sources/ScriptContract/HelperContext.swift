@@ -1,3 +1,4 @@
+public import HotspotCore
 public import HotspotNetwork
 public import LuaSandbox
 

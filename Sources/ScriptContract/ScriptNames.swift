@@ -71,6 +71,16 @@ public enum ScriptNames {
         case networks
     }
 
+    /// The fields of a script's `networks` (NetworkDeclaration), read where they are given:
+    /// the script's table and a signed catalog's manifest.
+    public enum NetworksKey: String, Sendable, CaseIterable {
+        case ssids
+        case ssidPatterns = "ssid_patterns"
+        case bssidPrefixes = "bssid_prefixes"
+        case portalHosts = "portal_hosts"
+        case gatewayFamilies = "gateway_families"
+    }
+
     /// What `describe` returns about a script's returned table.
     public enum DescriptionKey: String, Sendable, CaseIterable {
         /// The Lua type the script returned.

@@ -11,8 +11,9 @@ struct Check: AsyncParsableCommand {
         discussion: """
             Reports syntax errors, a returned value that is not a table, unknown or \
             non-function handlers, a display name over 15 characters, malformed hosts \
-            patterns and `networks` declarations, each with file:line, and a network two \
-            scripts both declare. Exit status 1 when anything is wrong.
+            patterns and `networks` declarations (an SSID, a BSSID prefix, a portal host, a \
+            gateway family), each with file:line, and a network, portal host or gateway family \
+            two scripts both declare. Exit status 1 when anything is wrong.
 
             Editors catch most mistakes before check does: docs/lua/hotspot-helper.lua \
             describes the whole script API for the Lua language server (add the docs/lua \

@@ -26,8 +26,10 @@ struct Networks: AsyncParsableCommand {
             and filtered again every 5 seconds (as a watched scan list is), and the table \
             printed when it changes.
 
-            A network that a script's `networks` declares gets a DECLARED column: the script \
-            evaluate would choose without running any code, and the entry that matched.
+            A network that a script's `networks` declares by SSID or BSSID gets a DECLARED \
+            column: the script evaluate would choose without running any code, and the entry \
+            that matched. Declared portal hosts and gateway families match only at a join, once \
+            its probe has found the portal, so a scan list shows none.
 
             Exit status: 0, 1 when NetworkManager gives no scan list within 5 seconds, or 2 for \
             usage errors, an unreadable scan list and scripts that fail to load.

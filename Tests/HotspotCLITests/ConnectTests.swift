@@ -178,10 +178,12 @@ let aroma = """
         #expect((Self.maintainedCount(in: state) ?? 0) == atKill + 1)
     }
 
+    /// A store file is a list of networks' entries, each `{ssid, ssidHex, value}`.
     static func maintainedCount(in state: String) -> Int? {
         guard let data = FileManager.default.contents(atPath: state + "/store/aroma.json"),
-              let stores = try? JSONSerialization.jsonObject(with: data) as? [String: [String: String]] else { return nil }
-        return stores["Aroma-Guest"]?["maintained"].flatMap { Int($0) }
+              let entries = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]],
+              let entry = entries.first(where: { $0["ssid"] as? String == "Aroma-Guest" }) else { return nil }
+        return ((entry["value"] as? [String: String])?["maintained"]).flatMap { Int($0) }
     }
 }
 

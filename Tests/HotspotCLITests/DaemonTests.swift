@@ -7,56 +7,16 @@ import TestSupport
 /// against the portal simulator on loopback.
 @Suite("hotspot-helper run", .serialized)
 struct DaemonTests {
-    static let bundledScripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../VenueHelpers").standardized.path
-
-    /// A simulated venue, a scripts directory holding its bundled script, a state directory.
-    struct Venue {
-        let portal: SimulatedPortal
-        let scripts: String
-        let state: String
-        let ssid: String
-
-        init(_ scenario: Scenario, script: String, ssid: String, portalHost: String,
-             settings: ScenarioSettings = ScenarioSettings()) async throws {
-            var settings = settings
-            settings.portalHost = portalHost
-            portal = try await SimulatedPortal.start(scenario, settings: settings, dnsPort: 0)
-            scripts = try CLI.temporaryDirectory()
-            try FileManager.default.copyItem(atPath: DaemonTests.bundledScripts + "/" + script, toPath: scripts + "/" + script)
-            state = try CLI.temporaryDirectory()
-            self.ssid = ssid
-        }
-
-        func arguments(_ extra: [String] = []) -> [String] {
-            ["run", "--json", "--scripts", scripts, "--source", "interface:lo:\(ssid)", "--state-dir", state,
-             "--resolver", "127.0.0.1:\(portal.dns!.port)",
-             "--probe-url", "http://connectivitycheck.test.example:\(portal.port)/generate_204"] + extra
-        }
-
-        func control(_ arguments: [String]) async throws -> CLI.Run {
-            try await CLI.run(arguments + ["--state-dir", state])
-        }
-    }
-
-    static func aromaVenue() async throws -> Venue {
-        try await Venue(.clickThrough, script: "aroma.lua", ssid: "Aroma-Guest", portalHost: "portal.aroma.example")
-    }
-
-    static func isState(_ to: String, _ network: String = "Aroma-Guest") -> (EventLine) -> Bool {
-        { $0.event == "state" && $0.to == to && $0.network == network }
-    }
-
-    static func isCommand(_ command: String, _ result: String = "success") -> (EventLine) -> Bool {
-        { $0.event == "command" && $0.command == command && $0.result == result }
+    static func aromaVenue() async throws -> SimulatedVenue {
+        try await SimulatedVenue(.clickThrough, script: "aroma.lua", ssid: "Aroma-Guest", portalHost: "portal.aroma.example")
     }
 
     @Test func joinsMaintainsReloadsOnSIGHUPAndStopsCleanlyOnSIGTERM() async throws {
         let venue = try await Self.aromaVenue()
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments(["--maintain-interval", "0.3"]))
-        try await daemon.waitForEvent(Self.isState("authenticated"))
-        try await daemon.waitForEvent(Self.isCommand("maintain"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isCommand("maintain"))
         let socket = venue.state + "/control.sock"
         let mode = try #require(FileManager.default.attributesOfItem(atPath: socket)[.posixPermissions] as? Int)
         #expect(mode & 0o077 == 0, "the control socket is for its owner only")
@@ -68,9 +28,9 @@ struct DaemonTests {
         daemon.signal(SIGHUP)
         let reload = try await daemon.waitForEvent { $0.event == "reload" && $0.reason == "SIGHUP" }
         #expect(reload.reloaded == ["aroma"])
-        let maintainsBefore = daemon.events.filter(Self.isCommand("maintain")).count
-        try await daemon.waitForEvent(count: maintainsBefore + 1, Self.isCommand("maintain"))
-        #expect(daemon.events.filter(Self.isCommand("evaluate")).count == 1,
+        let maintainsBefore = daemon.events.filter(EventLine.isCommand("maintain")).count
+        try await daemon.waitForEvent(count: maintainsBefore + 1, EventLine.isCommand("maintain"))
+        #expect(daemon.events.filter(EventLine.isCommand("evaluate")).count == 1,
                 "a reload does not evaluate again; the commands: \(daemon.events.filter { $0.event != "connectivity" })")
 
         // A version that does not load: reported with its line, the last good one runs on.
@@ -78,8 +38,8 @@ struct DaemonTests {
         daemon.signal(SIGHUP)
         let broken = try await daemon.waitForEvent(count: 2) { $0.event == "reload" && $0.reason == "SIGHUP" }
         #expect(broken.problems?.first?.contains("aroma.lua:3:") == true)
-        let maintainsAfter = daemon.events.filter(Self.isCommand("maintain")).count
-        try await daemon.waitForEvent(count: maintainsAfter + 1, Self.isCommand("maintain"))
+        let maintainsAfter = daemon.events.filter(EventLine.isCommand("maintain")).count
+        try await daemon.waitForEvent(count: maintainsAfter + 1, EventLine.isCommand("maintain"))
 
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
@@ -124,13 +84,13 @@ struct DaemonTests {
         let venue = try await Self.aromaVenue()
         defer { Task { await venue.portal.stop() } }
         let first = try RunningCLI(venue.arguments())
-        try await first.waitForEvent(Self.isState("authenticated"))
+        try await first.waitForEvent(EventLine.isState("authenticated"))
         first.signal(SIGTERM)
         #expect(try await first.waitForExit() == 0)
 
         for stop in [SIGKILL, SIGTERM] {
             let next = try RunningCLI(venue.arguments())
-            try await next.waitForEvent(Self.isState("authenticated"))
+            try await next.waitForEvent(EventLine.isState("authenticated"))
             let commands = next.events.compactMap { $0.command }
             #expect(commands == ["maintain"], "the cached helper maintains; nothing is evaluated")
             next.signal(stop)
@@ -144,7 +104,7 @@ struct DaemonTests {
         let venue = try await Self.aromaVenue()
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments(["--watch"]))
-        try await daemon.waitForEvent(Self.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
         try "return {\n  name = 'Broken', hosts = {},\n  evaluate = 3,\n}\n".write(toFile: venue.scripts + "/broken.lua", atomically: true, encoding: .utf8)
         let broken = try await daemon.waitForEvent { $0.event == "reload" && $0.reason == "changed on disk" }
         #expect((broken.problems) == ["\(venue.scripts)/broken.lua:3: the handler `evaluate` must be a function, not a number"])
@@ -160,10 +120,10 @@ struct DaemonTests {
     }
 
     @Test func uiLogoffDisableAndEnableTalkToTheDaemon() async throws {
-        let venue = try await Venue(.email, script: "library.lua", ssid: "City-Library", portalHost: "wifi.library.example")
+        let venue = try await SimulatedVenue(.email, script: "library.lua", ssid: "City-Library", portalHost: "wifi.library.example")
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments())
-        try await daemon.waitForEvent(Self.isState("presenting_ui", "City-Library"))
+        try await daemon.waitForEvent(EventLine.isState("presenting_ui", "City-Library"))
 
         let notThere = try await venue.control(["ui", "Nowhere"])
         #expect(notThere.status == 1)
@@ -171,14 +131,14 @@ struct DaemonTests {
         let ui = try await venue.control(["ui", "City-Library", "--answer", "email=reader@example.org"])
         #expect(ui.status == 0, "\(ui.errors)")
         #expect(ui.output == "City-Library is authenticated\n")
-        try await daemon.waitForEvent(Self.isState("authenticated", "City-Library"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "City-Library"))
         let again = try await venue.control(["ui", "City-Library"])
         #expect(again.status == 1)
         #expect(again.errors.contains("City-Library is authenticated, not waiting for a person"))
 
         let logoff = try await venue.control(["logoff", "City-Library"])
         #expect(logoff.status == 0, "\(logoff.errors)")
-        try await daemon.waitForEvent(Self.isCommand("logoff"))
+        try await daemon.waitForEvent(EventLine.isCommand("logoff"))
 
         let disable = try await venue.control(["disable", "--helper", "library", "--ssid", "City-Library"])
         #expect(disable.status == 0)
@@ -231,7 +191,7 @@ struct DaemonTests {
         let state = try CLI.temporaryDirectory()
         let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Strict-Venue",
                                      "--state-dir", state, "--probe-interval", "0"])
-        try await daemon.waitForEvent(Self.isState("failure", "Strict-Venue"))
+        try await daemon.waitForEvent(EventLine.isState("failure", "Strict-Venue"))
         // What a person sees meanwhile: the helper by name, when it is tried again, and how to try now.
         let status = try await CLI.run(["status", "--state-dir", state])
         #expect(status.output.contains("Strict-Venue on lo: failure, helper Strict (strict)\n"), "\(status.output)")
@@ -255,10 +215,10 @@ struct DaemonTests {
     /// The helper's questions, as `status` shows them and as `ui` asks them on a terminal;
     /// answers that do not do are refused before the helper gets them, and the network waits on.
     @Test func statusShowsTheQuestionsAndUIAsksThemOnATerminal() async throws {
-        let venue = try await Venue(.email, script: "library.lua", ssid: "City-Library", portalHost: "wifi.library.example")
+        let venue = try await SimulatedVenue(.email, script: "library.lua", ssid: "City-Library", portalHost: "wifi.library.example")
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments())
-        try await daemon.waitForEvent(Self.isState("presenting_ui", "City-Library"))
+        try await daemon.waitForEvent(EventLine.isState("presenting_ui", "City-Library"))
 
         let json = try await venue.control(["status", "--json"])
         #expect(json.status == 0, "\(json.errors)")
@@ -299,7 +259,7 @@ struct DaemonTests {
         #expect(exit == 0, "\(screen)")
         #expect(screen.contains("City Library Wi-Fi"))
         #expect(screen.contains("City-Library is authenticated"), "\(screen)")
-        try await daemon.waitForEvent(Self.isState("authenticated", "City-Library"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "City-Library"))
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }
@@ -321,7 +281,7 @@ struct DaemonTests {
         let state = try CLI.temporaryDirectory() + "/state"
         let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Open-Venue",
                                      "--state-dir", state, "--probe-interval", "0", "--control-group", group])
-        try await daemon.waitForEvent(Self.isState("authenticated", "Open-Venue"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "Open-Venue"))
         let socket = try FileManager.default.attributesOfItem(atPath: state + "/control.sock")
         #expect(socket[.posixPermissions] as? Int == 0o660)
         #expect((socket[.groupOwnerAccountID] as? NSNumber)?.intValue == groupID)
@@ -395,7 +355,7 @@ struct DaemonTests {
         let state = try CLI.temporaryDirectory()
         let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Spin-Venue",
                                      "--state-dir", state, "--probe-interval", "0"])
-        try await daemon.waitForEvent(Self.isState("presenting_ui", "Spin-Venue"))
+        try await daemon.waitForEvent(EventLine.isState("presenting_ui", "Spin-Venue"))
         // A script's log lines come with its answer: the loop shows as the CPU time its worker
         // burns (half a second of it, more than a worker takes to start).
         func spinning(after ticks: Int) async throws {
@@ -440,7 +400,7 @@ struct DaemonTests {
         let venue = try await Self.aromaVenue()
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments())
-        try await daemon.waitForEvent(Self.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
         let pid = daemon.process.processIdentifier
         func threads() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? 0 }
         let before = threads()
@@ -469,13 +429,13 @@ struct DaemonTests {
         let arguments = ["run", "--json", "--scripts", scripts, "--source", "interface:lo:Venue", "--state-dir", try CLI.temporaryDirectory(),
                          "--probe-interval", "0"]
         let timed = try RunningCLI(arguments + ["--maintain-interval", "0.2"])
-        try await timed.waitForEvent(count: 3, Self.isCommand("maintain"))
+        try await timed.waitForEvent(count: 3, EventLine.isCommand("maintain"))
         timed.signal(SIGTERM)
         #expect(try await timed.waitForExit() == 0)
 
         let idle = try RunningCLI(arguments + ["--maintain-interval", "3600"])
-        try await idle.waitForEvent(Self.isState("authenticated", "Venue"))
-        try await Task.sleep(for: .seconds(1))  // what follows a join settles: the worker's tidying, libcurl's loading
+        try await idle.waitForEvent(EventLine.isState("authenticated", "Venue"))
+        try await Task.sleep(for: .seconds(1))  // what follows a join settles (the worker's tidying, libcurl's loading): nothing says when it is done
         let pid = idle.process.processIdentifier
         let before = Self.contextSwitches(of: pid)
         try await Task.sleep(for: .seconds(5))  // real time is the point: five seconds of idling
@@ -545,7 +505,7 @@ struct DaemonTests {
         let state = try CLI.temporaryDirectory()
         let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Slow-Venue",
                                      "--state-dir", state, "--deadline", "120", "--probe-interval", "0"])
-        try await daemon.waitForEvent(Self.isState("authenticating", "Slow-Venue"))
+        try await daemon.waitForEvent(EventLine.isState("authenticating", "Slow-Venue"))
         daemon.signal(SIGHUP)
         try await daemon.waitForEvent { $0.event == "reload" && $0.reason == "SIGHUP" }
         let stopping = ContinuousClock.now
@@ -553,7 +513,7 @@ struct DaemonTests {
         #expect(try await daemon.waitForExit() == 0)
         let took = ContinuousClock.now - stopping
         #expect(took < .seconds(5), "a stop took \(took)")  // the goal is 2 s; the margin is for a loaded machine
-        #expect(!daemon.events.contains(where: Self.isState("failure", "Slow-Venue")))
+        #expect(!daemon.events.contains(where: EventLine.isState("failure", "Slow-Venue")))
         let saved = (try? String(contentsOfFile: state + "/state.json", encoding: .utf8)) ?? ""
         #expect(!saved.contains("Slow-Venue"), "nothing is remembered from the cancelled authenticate: \(saved)")
     }
@@ -565,7 +525,7 @@ struct DaemonTests {
         let venue = try await Self.aromaVenue()
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments())
-        try await daemon.waitForEvent(Self.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
         // The way to the socket, for the other user: the state directory and this test process's
         // scratch directory it is in (the temporary directory above them is open already).
         chmod(venue.state, 0o755)
@@ -589,7 +549,7 @@ struct DaemonTests {
         let venue = try await Self.aromaVenue()
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments())
-        try await daemon.waitForEvent(Self.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
         let owner = "the state directory \(venue.state) is in use by process \(daemon.process.processIdentifier)"
         let second = try await CLI.run(venue.arguments())
         #expect(second.status == 2)
@@ -608,13 +568,13 @@ struct DaemonTests {
         var settings = ScenarioSettings()
         settings.portalHost = "guest.grandhotel.example"
         settings.sessionLength = .seconds(1)
-        let venue = try await Venue(.sessionExpiry, script: "hotel.lua", ssid: "Grand-Hotel", portalHost: "guest.grandhotel.example",
+        let venue = try await SimulatedVenue(.sessionExpiry, script: "hotel.lua", ssid: "Grand-Hotel", portalHost: "guest.grandhotel.example",
                                     settings: settings)
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments(["--probe-interval", "0.3"]))
-        try await daemon.waitForEvent(Self.isState("authenticated", "Grand-Hotel"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "Grand-Hotel"))
         try await daemon.waitForEvent { $0.message?.contains("Grand-Hotel is captive again: maintaining now") == true }
-        try await daemon.waitForEvent(count: 2, Self.isState("authenticated", "Grand-Hotel"))
+        try await daemon.waitForEvent(count: 2, EventLine.isState("authenticated", "Grand-Hotel"))
         let connectivity = daemon.events.filter { $0.event == "connectivity" }.compactMap { $0.verdict }
         #expect(connectivity.contains("captive"))
         daemon.signal(SIGTERM)
@@ -628,7 +588,7 @@ struct DaemonTests {
         let venue = try await Self.aromaVenue()
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments(workers.map { ["--workers", String($0)] } ?? []))
-        try await daemon.waitForEvent(Self.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
         #expect(try childProcesses(of: daemon.process.processIdentifier).count == workers ?? 1)
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
@@ -652,7 +612,7 @@ struct DaemonTests {
         let daemon = try RunningCLI(arguments)
         let started = try await daemon.waitForEvent { $0.event == "reload" }
         #expect(started.catalogVersion == "2026.11.28-1", "\(started)")
-        try await daemon.waitForEvent(Self.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
         let status = try await venue.control(["status"])
         #expect(status.output.contains("catalog: version 2026.11.28-1"), "\(status.output)")
         daemon.signal(SIGTERM)
@@ -682,7 +642,7 @@ struct DaemonTests {
         let daemon = try RunningCLI(arguments)
         let started = try await daemon.waitForEvent { $0.event == "reload" }
         #expect(started.catalogVersion == "v1", "\(started)")
-        try await daemon.waitForEvent(Self.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
         let flipped = try await onOwnThread { try shellStatus("cd \(root) && ln -s v2 current.new && mv -T current.new current") }
         #expect(flipped == 0)
         let taken = try await daemon.waitForEvent { $0.event == "reload" && $0.reason == "changed on disk" }
@@ -693,6 +653,94 @@ struct DaemonTests {
         #expect(rolledBack == 0)
         let back = try await daemon.waitForEvent(count: 2) { $0.event == "reload" && $0.reason == "changed on disk" }
         #expect(back.catalogVersion == "v1", "\(back)")
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.waitForExit() == 0)
+    }
+
+    /// A catalog replaced (its directory's link renamed over, as a package or `rsync` with a
+    /// link swap does) and taken at SIGHUP while a join is in progress: the join finishes with
+    /// the version it started with, not restarted; the next command runs the new version; the
+    /// session is kept. Then a version whose helper fails to load is refused, and the last good
+    /// one keeps running.
+    @Test func aCatalogReplacedMidJoinIsTakenAtTheNextCommandAndABadOneRolledBack() async throws {
+        var settings = ScenarioSettings()
+        settings.latency = .seconds(1)  // each portal answer takes a second: the join is still running when the catalog is replaced
+        let venue = try await SimulatedVenue(.clickThrough, script: "aroma.lua", ssid: "Aroma-Guest", portalHost: "portal.aroma.example",
+                                    settings: settings)
+        defer { Task { await venue.portal.stop() } }
+        let root = try CLI.temporaryDirectory()
+        func script(_ version: String) -> String {
+            """
+            return {
+              name = "Aroma",
+              hosts = { "portal.aroma.example" },
+              networks = { ssids = { "Aroma-Guest" } },
+              authenticate = function(cmd)
+                local verdict = cmd:probe()
+                if not verdict.portal_url then return "temporary_failure" end
+                local answer = cmd:http{ url = verdict.portal_url, form = { accept_terms = "yes" } }
+                log.info("authenticate of catalog \(version)")
+                return answer and answer.status == 200 and "success" or "temporary_failure"
+              end,
+              maintain = function(cmd)
+                log.info("maintain of catalog \(version)")
+                return "success"
+              end,
+            }
+
+            """
+        }
+        func make(_ version: String, text: String? = nil) async throws {
+            let directory = "\(root)/v\(version)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+            try (text ?? script(version)).write(toFile: directory + "/aroma.lua", atomically: false, encoding: .utf8)
+            let manifest = #"{"version": "\#(version)", "helpers": [{"name": "aroma", "version": "\#(version)", "sha256": "%s", "#
+                + #""hosts": ["portal.aroma.example"], "networks": {"ssids": ["Aroma-Guest"]}}]}"#
+            let made = try await onOwnThread {
+                try shellStatus("cd \(directory) && printf '\(manifest)' $(sha256sum aroma.lua | cut -c1-64) > manifest.json"
+                    + " && minisign -S -s \(root)/fleet.key -m manifest.json")
+            }
+            #expect(made == 0)
+        }
+        func swap(to version: String) throws {
+            try FileManager.default.createSymbolicLink(atPath: root + "/current.new", withDestinationPath: "v" + version)
+            #expect(rename(root + "/current.new", root + "/current") == 0)
+        }
+        #expect(try await onOwnThread { try shellStatus("minisign -G -W -p \(root)/fleet.pub -s \(root)/fleet.key") } == 0)
+        try await make("1")
+        try await make("2")
+        try FileManager.default.createSymbolicLink(atPath: root + "/current", withDestinationPath: "v1")
+        let arguments = venue.arguments(["--maintain-interval", "1"]).map { $0 == venue.scripts ? root + "/current" : $0 }
+            .map { $0 == "--scripts" ? "--catalog" : $0 } + ["--trust", root + "/fleet.pub"]
+        let daemon = try RunningCLI(arguments)
+
+        try await daemon.waitForEvent(EventLine.isState("authenticating"))
+        try swap(to: "2")
+        daemon.signal(SIGHUP)
+        try await daemon.waitForEvent { $0.event == "reload" && $0.reason == "SIGHUP" && $0.catalogVersion == "2" }
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
+        let taken = try #require(daemon.events.firstIndex { $0.event == "reload" && $0.catalogVersion == "2" })
+        let answered = try #require(daemon.events.firstIndex(where: EventLine.isCommand("authenticate")))
+        #expect(taken < answered, "the catalog was to be replaced while the join ran")
+        let messages = daemon.events.compactMap(\.message)
+        #expect(messages.contains("authenticate of catalog 1") && !messages.contains("authenticate of catalog 2"), "\(messages)")
+        #expect(daemon.events.filter { $0.event == "command" && $0.command == "authenticate" }.count == 1)
+        try await daemon.waitForEvent { $0.message == "maintain of catalog 2" }
+        #expect(!daemon.events.contains { $0.message == "maintain of catalog 1" })
+        #expect(try await venue.control(["status"]).output.contains("catalog: version 2"))
+
+        // Version 3's helper does not load: refused whole, version 2 keeps running and maintaining.
+        try await make("3", text: script("3").replacing("return {", with: "return {{"))
+        try swap(to: "3")
+        daemon.signal(SIGHUP)
+        let refused = try await daemon.waitForEvent { $0.event == "reload" && $0.problems?.isEmpty == false }
+        #expect(refused.problems?.last?.hasSuffix("the catalog version 3 is refused; the catalog version 2 keeps running") == true,
+                "\(refused.problems ?? [])")
+        let maintained = daemon.events.filter { $0.message == "maintain of catalog 2" }.count
+        try await daemon.waitForEvent(count: maintained + 1) { $0.message == "maintain of catalog 2" }
+        #expect(try await venue.control(["status"]).output.contains("catalog: version 2"))
+        // Never restarted: one authenticating, then maintains.
+        #expect(daemon.events.filter(EventLine.isState("authenticating")).count == 1)
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }
@@ -759,11 +807,11 @@ struct DaemonTests {
         let daemon = try RunningCLI(["ip", "netns", "exec", namespace, CLI.path, "run", "--json", "--scripts", scripts,
                                      "--source", "interface:link0:Aroma-Guest", "--state-dir", try CLI.temporaryDirectory()],
                                     executable: "/usr/bin/env")
-        try await daemon.waitForEvent(Self.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
         #expect(try shellStatus("ip -n \(namespace) link set link0 down") == 0)
-        try await daemon.waitForEvent(Self.isState("inactive"))
+        try await daemon.waitForEvent(EventLine.isState("inactive"))
         #expect(try shellStatus("ip -n \(namespace) link set link0 up") == 0)
-        try await daemon.waitForEvent(count: 2, Self.isState("authenticated"))
+        try await daemon.waitForEvent(count: 2, EventLine.isState("authenticated"))
         let commands = daemon.events.compactMap { $0.command }
         #expect(commands == ["evaluate", "authenticate", "maintain"])
         daemon.signal(SIGTERM)

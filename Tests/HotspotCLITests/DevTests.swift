@@ -8,7 +8,7 @@ struct DevTests {
     static func aromaCopy() throws -> String {
         let directory = try CLI.temporaryDirectory()
         let path = directory + "/aroma.lua"
-        try FileManager.default.copyItem(atPath: DaemonTests.bundledScripts + "/aroma.lua", toPath: path)
+        try FileManager.default.copyItem(atPath: CLI.bundledScripts + "/aroma.lua", toPath: path)
         return path
     }
 

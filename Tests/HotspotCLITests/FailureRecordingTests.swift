@@ -12,7 +12,7 @@ struct FailureRecordingTests {
     static let password = "wrong \"horse\" 42/&"
 
     @Test func aFailedLoginIsRecordedWithoutItsSecretsAndReplays() async throws {
-        let venue = try await DaemonTests.Venue(.credentials, script: "campus.lua", ssid: "Campus-WiFi", portalHost: "login.campus.example")
+        let venue = try await SimulatedVenue(.credentials, script: "campus.lua", ssid: "Campus-WiFi", portalHost: "login.campus.example")
         defer { Task { await venue.portal.stop() } }
         let secrets = venue.scripts + "/../secrets-\(UUID().uuidString)"
         try "[campus]\nusername = \(Self.username)\npassword = \(Self.password)\n".write(toFile: secrets, atomically: true, encoding: .utf8)
@@ -62,7 +62,7 @@ struct FailureRecordingTests {
         let served = try await holds(within: .seconds(20)) { simulator.standardOutput.contains("http://") }
         try #require(served, "\(simulator.standardOutput)\(simulator.standardError)")
         let port = try #require(simulator.standardOutput.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
-        #expect(try RecordedLoginTests.probeStatus("http://connectivitycheck.dev.example:\(port)/generate_204") == 302,
+        #expect(try probeStatus("http://connectivitycheck.dev.example:\(port)/generate_204") == 302,
                 "\(simulator.standardError)")
         simulator.signal(SIGTERM)
         #expect(try await simulator.waitForExit() == 0)

@@ -48,7 +48,7 @@ import TestSupport
         let state = try CLI.temporaryDirectory()
         let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Reading-Room",
                                      "--state-dir", state, "--probe-interval", "0"])
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Reading-Room"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "Reading-Room"))
         let supervisor = daemon.process.processIdentifier
         let worker = try #require(try childProcesses(of: supervisor).first)
         let markup = ["libxml2.so", "libicuuc.so", "libicudata.so"]
@@ -59,7 +59,7 @@ import TestSupport
 
         let logoff = try await CLI.run(["logoff", "Reading-Room", "--state-dir", state])
         #expect(logoff.status == 0, "\(logoff.errors)")
-        try await daemon.waitForEvent(DaemonTests.isCommand("logoff"))
+        try await daemon.waitForEvent(EventLine.isCommand("logoff"))
         // The project's libxml2, which brings no ICU.
         #expect(try Self.mapped(markup + [Self.projectsLibxml2], by: worker) == ["libxml2.so", Self.projectsLibxml2])
         #expect(try Self.mapped(markup, by: supervisor).isEmpty)
@@ -109,7 +109,7 @@ import TestSupport
         let venue = try await DaemonTests.aromaVenue()
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments())
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
         let supervisor = daemon.process.processIdentifier
         let worker = try #require(try childProcesses(of: supervisor).first)
         let projects = [Self.projectsLibcurl, Self.projectsLibxml2]
@@ -133,7 +133,7 @@ import TestSupport
         let venue = try await DaemonTests.aromaVenue()
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments(), executable: executable)
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
         let supervisor = daemon.process.processIdentifier
         let worker = try #require(try childProcesses(of: supervisor).first)
         let debians = ["libcurl.so.4", "libxml2.so.2"] + Self.debiansOnly

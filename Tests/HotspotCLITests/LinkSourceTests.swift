@@ -6,30 +6,22 @@ import TestSupport
 /// that is down for one second, which a check every 2 s could miss, is a leave and a join.
 @Suite("Sources of networks")
 struct LinkSourceTests {
-    static let quick = """
-        return {
-          name = "Quick",
-          hosts = {},
-          evaluate = function(cmd) return "none" end,
-        }
-        """
-
     @Test(.enabled(if: TwoNetworks.unavailableReason == nil, "needs root and network namespaces"))
     func aLinkDownIsALeaveAndUpAgainAJoin() async throws {
         let namespace = "hh\(getpid() % 100_000)f"
         #expect(try shellStatus("ip netns add \(namespace) && ip -n \(namespace) link add flap0 type veth peer name flap1 "
                                       + "&& ip -n \(namespace) link set flap1 up && ip -n \(namespace) link set flap0 up") == 0)
         defer { _ = try? shellStatus("ip netns del \(namespace)") }
-        let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": Self.quick])
+        let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": CLI.helperClaimingNothing])
         let daemon = try RunningCLI(["ip", "netns", "exec", namespace, CLI.path, "run", "--json", "--scripts", scripts,
                                      "--source", "interface:flap0:Flap-Cafe", "--state-dir", try CLI.temporaryDirectory(),
                                      "--probe-interval", "0"],
                                     executable: "/usr/bin/env")
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Flap-Cafe"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "Flap-Cafe"))
         #expect(try await onOwnThread { try shellStatus("ip -n \(namespace) link set flap0 down") } == 0)
-        try await daemon.waitForEvent(DaemonTests.isState("inactive", "Flap-Cafe"))
+        try await daemon.waitForEvent(EventLine.isState("inactive", "Flap-Cafe"))
         #expect(try await onOwnThread { try shellStatus("ip -n \(namespace) link set flap0 up") } == 0)
-        try await daemon.waitForEvent(count: 2, DaemonTests.isState("authenticated", "Flap-Cafe"))
+        try await daemon.waitForEvent(count: 2, EventLine.isState("authenticated", "Flap-Cafe"))
         let story = daemon.events.compactMap { event -> String? in
             if event.event == "state" { return "state \(event.to ?? "")" }
             return event.network == "Flap-Cafe" ? event.message : nil
@@ -41,7 +33,7 @@ struct LinkSourceTests {
     }
 
     @Test func sourcesThatOverlapAreRefused() async throws {
-        let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": Self.quick])
+        let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": CLI.helperClaimingNothing])
         let refusals = [
             (["--source", "networkmanager", "--source", "networkmanager:wlan0"],
              "--source networkmanager follows every device already; give it alone, or networkmanager:IFACE for each"),

@@ -13,6 +13,26 @@ struct NetworksTests {
         return directory + "/scan.json"
     }
 
+    /// Scripts that declare `networks` (by display name, the file named after it) and only
+    /// authenticate, in `scripts/` beside the scan list `list`; that directory.
+    @discardableResult
+    func declaring(beside list: String, _ declarations: [String: String]) throws -> String {
+        let scripts = (list as NSString).deletingLastPathComponent + "/scripts"
+        try FileManager.default.createDirectory(atPath: scripts, withIntermediateDirectories: true)
+        for (name, networks) in declarations {
+            try "return { name = '\(name)', hosts = {},\n  networks = \(networks),\n  authenticate = function(cmd) return 'success' end }\n"
+                .write(toFile: "\(scripts)/\(name.lowercased()).lua", atomically: true, encoding: .utf8)
+        }
+        return scripts
+    }
+
+    /// The table `networks` prints for `list`, its columns' padding taken out.
+    func table(_ scripts: String, _ list: String) async throws -> [String] {
+        let run = try await CLI.run(["networks", "--scripts", scripts, "--scan-list", list])
+        #expect(run.status == 0, "\(run.errors)")
+        return run.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+    }
+
     @Test func showsWhoClaimsWhatWithPasswords() async throws {
         let list = try scanList(#"[{"ssid": "Aroma-Guest", "signal_strength": 0.4}, {"ssid": "Campus-WiFi", "is_secure": true}, {"ssid": "Other"}]"#)
         let directory = (list as NSString).deletingLastPathComponent
@@ -29,17 +49,11 @@ struct NetworksTests {
     /// two scripts declare.
     @Test func showsWhichDeclarationMatchedAndCheckReportsTwoDeclaringOneNetwork() async throws {
         let list = try scanList(#"[{"ssid": "Campus Guest", "bssid": "02:5E:10:00:00:01"}, {"ssid": "Campus-East"}, {"ssid": "Other"}]"#)
-        let scripts = (list as NSString).deletingLastPathComponent + "/scripts"
-        try FileManager.default.createDirectory(atPath: scripts, withIntermediateDirectories: true)
-        func script(_ name: String, _ networks: String) throws {
-            try "return { name = '\(name)', hosts = {},\n  networks = \(networks),\n  authenticate = function(cmd) return 'success' end }\n"
-                .write(toFile: "\(scripts)/\(name.lowercased()).lua", atomically: true, encoding: .utf8)
-        }
-        try script("Campus", "{ ssids = { 'Campus Guest' }, ssid_patterns = { 'Campus-*' }, bssid_prefixes = { '02:5e:10' } }")
-        try script("Chain", "{ ssid_patterns = { 'Campus-*' } }")
-        let run = try await CLI.run(["networks", "--scripts", scripts, "--scan-list", list])
-        #expect(run.status == 0, "\(run.errors)")
-        let lines = run.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+        let scripts = try declaring(beside: list, [
+            "Campus": "{ ssids = { 'Campus Guest' }, ssid_patterns = { 'Campus-*' }, bssid_prefixes = { '02:5e:10' } }",
+            "Chain": "{ ssid_patterns = { 'Campus-*' } }",
+        ])
+        let lines = try await table(scripts, list)
         #expect(lines == ["SSID HELPER DECLARED", #"Campus Guest - Campus (campus): ssid "Campus Guest" at bssid 02:5e:10, high confidence"#,
                           #"Campus-East - Chain (chain): ssid pattern "Campus-*", low confidence"#, "Other - -"])
 
@@ -47,6 +61,32 @@ struct NetworksTests {
         #expect(checked.status == 1)
         #expect(checked.output.contains(#"\#(scripts)/chain.lua: `networks`: campus declares ssid pattern "Campus-*" as well; "#
                                         + "campus would be chosen and chain never asked"))
+    }
+
+    /// Portal hosts and gateway families: `check` says what is wrong with an entry, where, and
+    /// what to give instead, and reports a host two scripts declare; `networks` matches a scan
+    /// list by SSID only (a portal shows at a join), so the SSID entry beside a host is named.
+    @Test func checkValidatesPortalHostsAndFamiliesAndNetworksNamesTheSSIDBesideThem() async throws {
+        let list = try scanList(#"[{"ssid": "Marina"}, {"ssid": "Berth 12"}]"#)
+        let scripts = try declaring(beside: list, [
+            "Marina": "{ ssids = { 'Marina' }, portal_hosts = { 'login.marina.example' }, gateway_families = { 'unifi' } }",
+            "Quay": "{ portal_hosts = { 'LOGIN.marina.example' } }",
+        ])
+        #expect(try await table(scripts, list) == ["SSID HELPER DECLARED", #"Marina - Marina (marina): ssid "Marina", high confidence"#, "Berth 12 - -"])
+
+        try declaring(beside: list, ["Broken": "{ portal_hosts = { 'https://login.marina.example/' }, gateway_families = { 'chillispot' } }"])
+        let checked = try await CLI.run(["check", scripts])
+        #expect(checked.status == 1)
+        #expect(checked.output.contains(#"\#(scripts)/broken.lua:2: `networks.portal_hosts`: host pattern "https://login.marina.example/" "#
+                                        + "has a label that is not letters, digits and inner hyphens; give the host the network's portal redirects to"),
+                "\(checked.output)")
+        #expect(checked.output.contains("\(scripts)/quay.lua: `networks`: marina declares portal host login.marina.example as well; "
+                                        + "marina would be chosen and quay never asked"), "\(checked.output)")
+        try declaring(beside: list, ["Broken": "{ gateway_families = { 'chillispot' } }"])
+        let family = try await CLI.run(["check", scripts + "/broken.lua"])
+        #expect(family.status == 1)
+        #expect(family.output.contains(#"broken.lua:2: `networks.gateway_families`: "chillispot" is no gateway family; the families are "#
+                                       + "coovachilli, meraki, unifi, aruba, opennds, pfsense"), "\(family.output)")
     }
 
     @Test func scriptsThatAreNotThereAreSaidSoWithoutBlamingAScript() async throws {

@@ -79,15 +79,15 @@ struct ScenarioTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Scenarios").path
 
     static let cases: [ScenarioCase] = [
-        ScenarioCase(scenario: "click-through", script: DaemonTests.bundledScripts + "/aroma.lua", ssid: "Aroma-Guest"),
+        ScenarioCase(scenario: "click-through", script: CLI.bundledScripts + "/aroma.lua", ssid: "Aroma-Guest"),
         ScenarioCase(
-            scenario: "credentials", script: DaemonTests.bundledScripts + "/campus.lua", ssid: "Campus-WiFi",
+            scenario: "credentials", script: CLI.bundledScripts + "/campus.lua", ssid: "Campus-WiFi",
             secrets: ["username": "student-4417", "password": "l1brary card", "wifi_password": "campus-wpa-2026"],
             proves: { run in
                 #expect(!run.run.output.contains("l1brary card") && !run.run.errors.contains("l1brary card"), run.transcript)
             }),
         ScenarioCase(
-            scenario: "email", script: DaemonTests.bundledScripts + "/library.lua", ssid: "City-Library",
+            scenario: "email", script: CLI.bundledScripts + "/library.lua", ssid: "City-Library",
             answers: ["email": "reader@example.org"],
             lifecycle: ["evaluate success", "authenticate ui_required", "present_ui success", "maintain success", "logoff success"]),
         ScenarioCase(
@@ -105,7 +105,7 @@ struct ScenarioTests {
                 #expect(hops[3].hasPrefix("info: login: 303 to http://login.station.example:"))
                 #expect(hops[3].hasSuffix("/welcome"))
             }),
-        ScenarioCase(scenario: "session-expiry", script: DaemonTests.bundledScripts + "/hotel.lua", ssid: "Grand-Hotel"),
+        ScenarioCase(scenario: "session-expiry", script: CLI.bundledScripts + "/hotel.lua", ssid: "Grand-Hotel"),
         ScenarioCase(
             scenario: "flaky", script: fixtures + "/flaky.lua", ssid: "Beach-Kiosk",
             proves: { run in
@@ -115,7 +115,7 @@ struct ScenarioTests {
                 ], run.transcript)
             }),
         ScenarioCase(
-            scenario: "slow", script: DaemonTests.bundledScripts + "/aroma.lua", ssid: "Aroma-Guest",
+            scenario: "slow", script: CLI.bundledScripts + "/aroma.lua", ssid: "Aroma-Guest",
             proves: { run in
                 // Probe, login page, POST and probe again, each answered 1.5 s late, and nothing given up on.
                 let milliseconds = run.command("authenticate")?.ms ?? 0
@@ -130,7 +130,7 @@ struct ScenarioTests {
                 #expect(milliseconds >= 1000, run.transcript)
             }),
         ScenarioCase(
-            scenario: "wispr", script: DaemonTests.bundledScripts + "/airport.lua", ssid: "Airport-Free-WiFi",
+            scenario: "wispr", script: CLI.bundledScripts + "/airport.lua", ssid: "Airport-Free-WiFi",
             secrets: ["username": "traveller", "password": "airport-2026-fly"],
             proves: { run in
                 // The LogoffURL from the AuthenticationReply was kept and answered 150.
@@ -147,59 +147,59 @@ struct ScenarioTests {
                 #expect(logs[2].hasPrefix("info: extended: ") && logs[2].hasSuffix(" s remaining"))
             }),
         ScenarioCase(
-            scenario: "opennds", script: DaemonTests.bundledScripts + "/click-through.lua", ssid: "openNDS",
+            scenario: "opennds", script: CLI.bundledScripts + "/click-through.lua", ssid: "openNDS",
             lifecycle: ["evaluate success", "authenticate success", "maintain success", "logoff command_not_recognized"]),
         ScenarioCase(
-            scenario: "coovachilli", script: DaemonTests.bundledScripts + "/coovachilli.lua", ssid: "Chilli-HotSpot",
+            scenario: "coovachilli", script: CLI.bundledScripts + "/coovachilli.lua", ssid: "Chilli-HotSpot",
             secrets: ["username": "guest", "password": "aroma-2026"],
             proves: { run in
                 // Logged in and off over the JSON interface, with no warning on the way.
                 #expect(run.logs.isEmpty, run.transcript)
             }),
         ScenarioCase(
-            scenario: "pfsense", script: DaemonTests.bundledScripts + "/pfsense.lua", ssid: "pfSense-Guests",
+            scenario: "pfsense", script: CLI.bundledScripts + "/pfsense.lua", ssid: "pfSense-Guests",
             secrets: ["username": "guest", "password": "aroma-2026"],
             proves: { run in
                 // Logged in with the secrets and out with the page's logout form, with no warning on the way.
                 #expect(run.logs.isEmpty, run.transcript)
             }),
         ScenarioCase(
-            scenario: "opnsense", script: DaemonTests.bundledScripts + "/opnsense.lua", ssid: "OPNsense-Guests",
+            scenario: "opnsense", script: CLI.bundledScripts + "/opnsense.lua", ssid: "OPNsense-Guests",
             secrets: ["username": "guest", "password": "aroma-2026"],
             proves: { run in
                 // Logged in, maintained and out over the access API, with no warning on the way.
                 #expect(run.logs.isEmpty, run.transcript)
             }),
         ScenarioCase(
-            scenario: "mikrotik", script: DaemonTests.bundledScripts + "/mikrotik.lua", ssid: "MikroTik-HotSpot",
+            scenario: "mikrotik", script: CLI.bundledScripts + "/mikrotik.lua", ssid: "MikroTik-HotSpot",
             secrets: ["username": "guest", "password": "aroma-2026"],
             proves: { run in
                 // Logged in with CHAP, maintained on /status and out on /logout, with no warning on the way.
                 #expect(run.logs.isEmpty, run.transcript)
             }),
         ScenarioCase(
-            scenario: "meraki", script: DaemonTests.bundledScripts + "/meraki.lua", ssid: "Meraki-Guest",
+            scenario: "meraki", script: CLI.bundledScripts + "/meraki.lua", ssid: "Meraki-Guest",
             lifecycle: ["evaluate success", "authenticate success", "maintain success", "logoff command_not_recognized"]),
         ScenarioCase(
-            scenario: "meraki-signon", script: DaemonTests.bundledScripts + "/meraki.lua", ssid: "Meraki-Guest",
+            scenario: "meraki-signon", script: CLI.bundledScripts + "/meraki.lua", ssid: "Meraki-Guest",
             secrets: ["username": "guest", "password": "aroma-2026"],
             proves: { run in
                 // Signed on with the secrets and off with the logout_url Meraki sent, with no warning on the way.
                 #expect(run.logs.isEmpty, run.transcript)
             }),
         ScenarioCase(
-            scenario: "unifi", script: DaemonTests.bundledScripts + "/unifi.lua", ssid: "UniFi-Guest",
+            scenario: "unifi", script: CLI.bundledScripts + "/unifi.lua", ssid: "UniFi-Guest",
             secrets: ["voucher": "48213-90577"],
             lifecycle: ["evaluate success", "authenticate success", "maintain success", "logoff command_not_recognized"]),
         ScenarioCase(
-            scenario: "cisco-wlc", script: DaemonTests.bundledScripts + "/cisco-wlc.lua", ssid: "WLC-Guest",
+            scenario: "cisco-wlc", script: CLI.bundledScripts + "/cisco-wlc.lua", ssid: "WLC-Guest",
             secrets: ["username": "guest", "password": "aroma-2026"],
             proves: { run in
                 // Logged in with buttonClicked=4 and out with userStatus=1, with no warning on the way.
                 #expect(run.logs.isEmpty, run.transcript)
             }),
         ScenarioCase(
-            scenario: "aruba", script: DaemonTests.bundledScripts + "/aruba.lua", ssid: "Aruba-Guest",
+            scenario: "aruba", script: CLI.bundledScripts + "/aruba.lua", ssid: "Aruba-Guest",
             secrets: ["username": "guest", "password": "aroma-2026"],
             proves: { run in
                 // Logged in with cmd=authenticate and out with cmd=logout, with no warning on the way.
@@ -244,7 +244,7 @@ struct ScenarioTests {
         let port = try #require(URL(string: simulator.url)?.port)
         let resolver = try #require(simulator.dns)
         let run = DevRun(try await CLI.run([
-            "connect", "--scripts", DaemonTests.bundledScripts + "/hotel.lua", "--ssid", "Grand-Hotel",
+            "connect", "--scripts", CLI.bundledScripts + "/hotel.lua", "--ssid", "Grand-Hotel",
             "--probe-url", "http://guest.grandhotel.example:\(port)/generate_204", "--resolver", resolver,
             "--stay", "4", "--maintain-interval", "2.5", "--json",
         ]))
@@ -260,7 +260,7 @@ struct ScenarioTests {
     /// Helpers that do not do what the scenario asks fail it: the scenarios discriminate.
     @Test(arguments: [("flaky", "503"), ("rate-limited", "429")])
     func aHelperThatGivesUpAtOnceFails(scenario: String, status: String) async throws {
-        let run = DevRun(try await CLI.run(["dev", DaemonTests.bundledScripts + "/aroma.lua", "--scenario", scenario,
+        let run = DevRun(try await CLI.run(["dev", CLI.bundledScripts + "/aroma.lua", "--scenario", scenario,
                                             "--ssid", "Aroma-Guest", "--once", "--json"]))
         #expect(run.run.status == 1, run.transcript)
         #expect(run.commands == ["evaluate success", "authenticate temporary_failure"], run.transcript)
@@ -270,7 +270,7 @@ struct ScenarioTests {
 
     /// An address the runtime takes for one (the questions ask for an email) that the portal refuses.
     @Test func anAddressThePortalRefusesFailsTheLogin() async throws {
-        let run = DevRun(try await CLI.run(["dev", DaemonTests.bundledScripts + "/library.lua", "--scenario", "email",
+        let run = DevRun(try await CLI.run(["dev", CLI.bundledScripts + "/library.lua", "--scenario", "email",
                                             "--ssid", "City-Library", "--once", "--json", "--answer", "email=reader@example..org"]))
         #expect(run.run.status == 1, run.transcript)
         #expect(run.commands == ["evaluate success", "authenticate ui_required", "present_ui failure"], run.transcript)
@@ -279,7 +279,7 @@ struct ScenarioTests {
     }
 
     @Test func noSavedCredentialsFailTheLoginNamingTheScriptsLine() async throws {
-        let scenario = ScenarioCase(scenario: "credentials", script: DaemonTests.bundledScripts + "/campus.lua", ssid: "Campus-WiFi",
+        let scenario = ScenarioCase(scenario: "credentials", script: CLI.bundledScripts + "/campus.lua", ssid: "Campus-WiFi",
                                     secrets: ["wifi_password": "campus-wpa-2026"])
         let run = DevRun(try await CLI.run(try scenario.arguments()))
         #expect(run.run.status == 1, run.transcript)

@@ -1,4 +1,5 @@
 import Foundation
+import HotspotCore
 import Testing
 import TestSupport
 @testable import HotspotNetwork

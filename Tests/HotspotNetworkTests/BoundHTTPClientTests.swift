@@ -1,4 +1,5 @@
 import Foundation
+import HotspotCore
 import HotspotNetwork
 import Testing
 import TestSupport

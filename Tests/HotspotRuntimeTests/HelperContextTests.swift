@@ -1,3 +1,4 @@
+import HotspotCore
 import HotspotNetwork
 import LuaSandbox
 import ScriptContract

@@ -235,6 +235,126 @@ struct CatalogMaker {
         #expect(back.catalogVersion == "1" && back.removed == ["library"] && back.problems.isEmpty, "\(back)")
     }
 
+    /// The issue's bad input, each arriving as a new version of a running catalog: each is
+    /// refused saying why, the running version and its helpers stay as they were, and none is
+    /// read past its bound (16 MiB of manifest, 20,000 helpers, 128 MiB of scripts, each at
+    /// most 1 MiB: sizes checked before anything is read).
+    enum BadVersion: String, CaseIterable, Sendable {
+        case hundredThousandEntries, hundredMegabyteManifest, duplicateNames, declarationMatchingEverySSID
+        case symbolicLinkLeavingTheCatalog, scriptsOverTheirBound, helperFailingToLoad, manifestNewerThanItsScripts
+    }
+
+    @Test(arguments: BadVersion.allCases)
+    func aBadNewVersionLeavesTheLastGoodOneRunning(_ bad: BadVersion) async throws {
+        let maker = try CatalogMaker()
+        let current = maker.root + "/current"
+        try await onOwnThread {
+            try maker.make("v1", version: "1", scripts: ["campus": Self.campus, "library": Self.library])
+            try FileManager.default.createSymbolicLink(atPath: current, withDestinationPath: "v1")
+        }
+        let engine = try LuaEngine(HotspotRuntime.engineConfiguration())
+        defer { engine.shutdown() }
+        let catalog = HelperCatalog(path: current, engine: engine, retirementDelay: .zero, trust: maker.trust)
+        #expect(await catalog.refresh().catalogVersion == "1")
+        let running = await catalog.helpers
+
+        let expected: String = try await onOwnThread {
+            let v2 = maker.root + "/v2"
+            let scripts = ["campus": Self.campus, "library": Self.library]
+            switch bad {
+            case .hundredThousandEntries:
+                try maker.make("v2", version: "2", scripts: scripts) { _ in
+                    #"{"version": "2", "helpers": ["# + Array(repeating: "{}", count: 100_000).joined(separator: ",") + "]}"
+                }
+                return "\(current)/manifest.json: lists 100000 helpers; a catalog holds at most 20000; the catalog version 1 keeps running"
+            case .hundredMegabyteManifest:
+                try maker.make("v2", version: "2", scripts: scripts)
+                try Self.run("truncate -s 100M \(v2)/manifest.json")
+                return "\(current)/manifest.json: the file is 104857600 bytes, over the limit of 16 MiB; the catalog version 1 keeps running"
+            case .duplicateNames:
+                try maker.make("v2", version: "2", scripts: scripts) { text in
+                    text.dropLast(2) + ", " + text.firstMatch(of: /\{"name": "campus".*?\}\}/)!.0 + "]}"
+                }
+                return "\(current)/manifest.json: lists the helper campus twice; the catalog version 1 keeps running"
+            case .declarationMatchingEverySSID:
+                let everywhere = Self.campus.replacing(#"ssids = { "Campus Guest" }"#, with: #"ssid_patterns = { "*" }"#)
+                try maker.make("v2", version: "2", scripts: ["campus": everywhere]) { text in
+                    text.replacing(#""ssids": [""]"#, with: #""ssid_patterns": ["*"]"#)
+                }
+                return "\(current)/manifest.json: campus: `networks.ssid_patterns`: the SSID pattern \"*\" matches every SSID; "
+                    + "declare the venue's own names, or leave the choice to `evaluate`; the catalog version 1 keeps running"
+            case .symbolicLinkLeavingTheCatalog:
+                try maker.make("v2", version: "2", scripts: scripts)
+                try Self.library.write(toFile: maker.root + "/outside.lua", atomically: false, encoding: .utf8)
+                try FileManager.default.removeItem(atPath: v2 + "/library.lua")
+                try FileManager.default.createSymbolicLink(atPath: v2 + "/library.lua", withDestinationPath: "../outside.lua")
+                return "the catalog version 2 is refused; the catalog version 1 keeps running"
+            case .scriptsOverTheirBound:
+                // 129 scripts of 1 MiB, sparse: refused by their sizes before one is read.
+                let names = (0..<129).map { "venue\($0)" }
+                try maker.make("v2", version: "2", scripts: [:]) { _ in
+                    #"{"version": "2", "helpers": ["# + names.map {
+                        #"{"name": "\#($0)", "version": "1", "sha256": "\#(String(repeating: "0", count: 64))", "hosts": []}"#
+                    }.joined(separator: ", ") + "]}"
+                }
+                try Self.run("cd \(v2) && for name in \(names.joined(separator: " ")); do truncate -s 1M $name.lua; done")
+                return "\(current): its scripts come to more than 128 MiB, the most a catalog may hold; split it, or make its scripts smaller; "
+                    + "the catalog version 1 keeps running"
+            case .helperFailingToLoad:
+                try maker.make("v2", version: "2", scripts: ["campus": Self.campus, "library": Self.library.replacing("return {", with: "return {{")])
+                return "the catalog version 2 is refused; the catalog version 1 keeps running"
+            case .manifestNewerThanItsScripts:
+                // Rewritten in place (rsync without --delay-updates), read halfway: the new
+                // manifest over the old scripts.
+                try maker.make("v2", version: "2", scripts: ["campus": Self.campus.replacing("Campus Guest", with: "Campus-2"), "library": Self.library])
+                try Self.campus.write(toFile: v2 + "/campus.lua", atomically: false, encoding: .utf8)
+                return "the catalog version 2 is refused; the catalog version 1 keeps running"
+            }
+        }
+        try await onOwnThread {
+            try FileManager.default.createSymbolicLink(atPath: current + ".new", withDestinationPath: "v2")
+            try Self.run("mv -T \(current).new \(current)")
+        }
+        let change = await catalog.refresh()
+        #expect(change.problems.last?.description.hasSuffix(expected) == true, "\(change.problems)")
+        #expect(change.catalogVersion == nil && !change.changesHelpers, "\(change)")
+        #expect(await catalog.catalogVersion == "1")
+        #expect(await catalog.helpers == running)
+    }
+
+    /// A catalog swapped (a symbolic link renamed over) again and again while it is verified:
+    /// every read is one version whole, its manifest and scripts alike, never a mixture.
+    @Test func aCatalogReplacedWhileBeingReadIsReadWholeFromOneVersion() async throws {
+        let maker = try CatalogMaker()
+        let current = maker.root + "/current"
+        try await onOwnThread {
+            try maker.make("v1", version: "1", scripts: ["campus": Self.campus, "library": Self.library])
+            try maker.make("v2", version: "2", scripts: ["campus": Self.campus.replacing("Campus Guest", with: "Campus-2"), "library": Self.library])
+            try FileManager.default.createSymbolicLink(atPath: current, withDestinationPath: "v1")
+        }
+        let swapping = Task.detached {
+            var swaps = 0
+            while !Task.isCancelled {
+                swaps += 1
+                try? FileManager.default.createSymbolicLink(atPath: current + ".new", withDestinationPath: swaps % 2 == 0 ? "v1" : "v2")
+                _ = rename(current + ".new", current)
+                usleep(200)  // a swap every fraction of a millisecond, without spinning a core the other suites share
+            }
+            return swaps
+        }
+        let trust = maker.trust
+        let versions = try await onOwnThread {
+            try (0..<200).map { _ in
+                let verified = try SignedCatalog.verify(directory: current, trust: trust)
+                let ssid = verified.scripts.first { $0.entry.name == "campus" }?.text.firstMatch(of: /ssids = \{ "([^"]*)"/).map { String($0.1) }
+                return "\(verified.version) \(ssid ?? "-") \(verified.scripts.count) \(verified.refused.count)"
+            }
+        }
+        swapping.cancel()
+        #expect(await swapping.value > 1)
+        #expect(Set(versions).isSubset(of: ["1 Campus Guest 2 0", "2 Campus-2 2 0"]), "\(Set(versions))")
+    }
+
     private func problem(_ path: String, _ trust: CatalogTrust) -> String {
         do {
             _ = try SignedCatalog.verify(directory: path, trust: trust)

@@ -56,6 +56,37 @@ import Testing
                 == [Array(composed.utf8), Array(decomposed.utf8)].sorted { $0.lexicographicallyPrecedes($1) })
     }
 
+    /// A helper's `cmd.store` is the network's: the NFC and NFD forms of one name keep a store
+    /// each, in memory and across a restart.
+    @Test func theNFCAndNFDFormsOfOneNameKeepAStoreEach() throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        let (composed, decomposed) = ("Caf\u{E9}", "Cafe\u{301}")
+        do {
+            let state = try StateDirectory(path: directory)
+            try state.setStore(["token": "composed"], helper: "venue", ssid: composed)
+            try state.setStore(["token": "decomposed"], helper: "venue", ssid: decomposed)
+            #expect(state.store(helper: "venue", ssid: composed) == ["token": "composed"])
+        }
+        let saved = try String(contentsOfFile: directory + "/store/venue.json", encoding: .utf8)
+        #expect(saved.contains("\"ssidHex\" : \"436166c3a9\""), "\(saved)")
+        let reopened = try StateDirectory(path: directory)
+        #expect(reopened.warnings.isEmpty, "\(reopened.warnings)")
+        #expect(reopened.store(helper: "venue", ssid: composed) == ["token": "composed"])
+        #expect(reopened.store(helper: "venue", ssid: decomposed) == ["token": "decomposed"])
+    }
+
+    /// A store file of the format before, an object keyed by SSID, is read as it was written.
+    @Test func aStoreFileOfTheFormatBeforeIsRead() throws {
+        let directory = RuntimeFixture.temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory + "/store", withIntermediateDirectories: true)
+        try #"{"Cafe":{"token":"abc"},"Hotel":{"room":"12"}}"#
+            .write(toFile: directory + "/store/venue.json", atomically: false, encoding: .utf8)
+        let state = try StateDirectory(path: directory)
+        #expect(state.warnings.isEmpty, "\(state.warnings)")
+        #expect(state.store(helper: "venue", ssid: "Cafe") == ["token": "abc"])
+        #expect(state.store(helper: "venue", ssid: "Hotel") == ["room": "12"])
+    }
+
     /// A state file of the format before, keyed by SSID, is read as it was written.
     @Test func aStateFileOfTheFormatBeforeIsRead() throws {
         let directory = RuntimeFixture.temporaryDirectory()

@@ -39,9 +39,9 @@ struct ConnManModelTests {
         let loaded = services.apply(Self.wifiServices)
         #expect(loaded)
         let view = ManagerView(services)
-        let cafe = NetworkDescription(ssid: "Cafe-Guest", signalStrength: 0.73, isSecure: true, interface: "wlan0", resolvers: ["198.18.0.1"])
+        let cafe = NetworkDescription(ssid: "Cafe-Guest", signalStrength: 0.73, isSecure: true, interface: "wlan0", resolvers: ["198.18.0.1", "2001:db8::1"])
         #expect(view.devices == ["wlan0": .activated(cafe, nil)], "ready is no verdict; the idle service does not hide the ready one")
-        #expect(view.scanList == [cafe, NetworkDescription(ssid: "Open-Net", signalStrength: 0.4, interface: "wlan0", resolvers: ["198.18.0.1"])])
+        #expect(view.scanList == [cafe, NetworkDescription(ssid: "Open-Net", signalStrength: 0.4, interface: "wlan0", resolvers: ["198.18.0.1", "2001:db8::1"])])
         #expect(view.problems.isEmpty)
         #expect(ManagerView(services, only: "eth0").devices.isEmpty)
     }
@@ -55,7 +55,7 @@ struct ConnManModelTests {
         #expect(firstLook == [.scanList([])])
         services.change(Self.wired, name: "State", .variant(.string("ready")))
         // Joined after the first look: ConnMan joined it by itself.
-        let wired = NetworkDescription(ssid: "Wired", didAutoJoin: true, interface: "eth0", resolvers: ["198.18.0.1"])
+        let wired = NetworkDescription(ssid: "Wired", didAutoJoin: true, interface: "eth0", resolvers: ["198.18.0.1", "2001:db8::1"])
         let whenReady = report.events(toward: ManagerView(services))
         #expect(whenReady == [.joined(wired, reason: "ConnMan has eth0 on Wired")])
         services.change(Self.wired, name: "State", .variant(.string("online")))

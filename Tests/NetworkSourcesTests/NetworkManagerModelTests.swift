@@ -76,6 +76,23 @@ struct NetworkManagerModelTests {
         #expect(ManagerView(Self.wifi(), only: "wlan1").devices.isEmpty, "another device only")
     }
 
+    /// IP6Config's name servers (from DHCPv6 or a router advertisement's RDNSS) follow
+    /// IP4Config's; one given by both is used once, and an entry that is no IPv6 address is left out.
+    @Test func theIPv6NameServersFollowTheIPv4Ones() {
+        var objects = Self.wifi()
+        let config = "/org/freedesktop/NetworkManager/IP6Config/2"
+        objects.change(Self.device, interface: NetworkManagerAPI.device, .dictionary([("Ip6Config", .variant(.objectPath(config)))], valueSignature: "v"))
+        let server: [UInt8] = [0x20, 0x01, 0x0d, 0xb8, 0, 0x38, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x53]
+        objects.add(config, interfaces: Self.interfaces([NetworkManagerAPI.ip6Config: [
+            "Nameservers": .array(elementSignature: "ay", [Self.bytes(server), Self.bytes([1, 2, 3]), Self.bytes(server)]),
+        ]]))
+        guard case .activated(let network, _)? = ManagerView(objects).devices["wlan0"] else {
+            Issue.record("wlan0 is not activated")
+            return
+        }
+        #expect(network.resolvers == ["198.18.0.53", "2001:db8:38::53"])
+    }
+
     @Test func anyOtherDeviceIsOnItsConnectionsNameWithTheManagersConnectivity() {
         var objects = NetworkManagerObjects()
         objects.add(NetworkManagerAPI.managerPath, interfaces: Self.interfaces([NetworkManagerAPI.manager: ["Connectivity": .uint32(4)]]))

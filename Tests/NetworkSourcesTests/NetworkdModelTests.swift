@@ -24,7 +24,7 @@ struct NetworkdModelTests {
 
     static func described(_ links: String...) -> String { "{\"Interfaces\":[\(links.joined(separator: ","))],\"RoutingPolicyRules\":[]}" }
 
-    static let aroma = NetworkDescription(ssid: "Aroma-Guest", interface: "eth0", resolvers: ["198.18.0.1"])
+    static let aroma = NetworkDescription(ssid: "Aroma-Guest", interface: "eth0", resolvers: ["198.18.0.1", "fe80::1"])
 
     @Test func aRoutableLinkIsOnItsNetworkFilesNetworkAndLoopbackIsNone() throws {
         let view = try ManagerView(networkdDescription: Self.described(Self.loopback, Self.ethernet()))

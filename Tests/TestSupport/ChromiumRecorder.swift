@@ -36,10 +36,28 @@ public final class ChromiumRecorder {
     /// Waits until `expression` is true in the page, through the navigations meanwhile (an
     /// evaluation the page's navigation interrupts is tried again).
     public func waitUntil(_ expression: String, within limit: Duration = .seconds(20)) throws {
-        let end = ContinuousClock.now + limit
-        while (try? browser.evaluate(expression)) as? Bool != true {
-            guard ContinuousClock.now < end else { throw HeadlessBrowser.Failure(description: "never true within \(limit): \(expression)") }
-            usleep(50_000)
+        guard holdsBlocking(within: limit, { (try? browser.evaluate(expression)) as? Bool == true }) else {
+            throw HeadlessBrowser.Failure(description: "never true within \(limit): \(expression)")
+        }
+    }
+
+    /// How many responses to `url` the browser has received so far (a 204's navigation ends
+    /// there, without the load finishing).
+    public func responses(to url: String) -> Int {
+        browser.events.filter { event in
+            let parameters = event["params"] as? [String: Any]
+            return event["method"] as? String == "Network.responseReceived"
+                && (parameters?["response"] as? [String: Any])?["url"] as? String == url
+        }.count
+    }
+
+    /// Waits until the browser has received more responses to `url` than `count`, the ones before.
+    public func waitForResponse(to url: String, beyond count: Int, within limit: Duration = .seconds(10)) throws {
+        guard holdsBlocking(within: limit, {
+            _ = try? browser.evaluate("true")  // the browser's events arrive with a reply
+            return responses(to: url) > count
+        }) else {
+            throw HeadlessBrowser.Failure(description: "no response to \(url) within \(limit)")
         }
     }
 
@@ -87,11 +105,10 @@ public final class ChromiumRecorder {
               return kinds;
             })()
             """
-        var result = try browser.evaluate(fill)
-        let end = ContinuousClock.now + .seconds(10)
-        while result as? String == "wait", ContinuousClock.now < end {
-            usleep(100_000)
+        var result: Any?
+        _ = try holdsBlocking(within: .seconds(10)) {
             result = try browser.evaluate(fill)
+            return result as? String != "wait"
         }
         return (result as? [Any]).map { Set($0.compactMap { $0 as? String }) }
     }

@@ -156,6 +156,7 @@ public final class FakePersistence: HotspotPersistence {
 public final class FakeChecks: NetworkChecks {
     private let verdicts = PlainLock<[ConnectivityState]>([])
     private let delay = PlainLock<Duration?>(nil)
+    private let portal = PlainLock<(sighting: PortalSighting?, probes: Int)>((nil, 0))
 
     /// The verdicts of the next checks after a success, in turn.
     public func verdicts(_ states: ConnectivityState...) { verdicts.withLock { $0 = states } }
@@ -166,6 +167,18 @@ public final class FakeChecks: NetworkChecks {
         guard let state = verdicts.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { return nil }
         return ConnectivityEvent(network: network.ssid, verdict: state,
                                  portalURL: state == .captive ? "http://portal.example/login" : nil, helper: helper)
+    }
+
+    /// The portal a join's probe sees; nil (the default): none.
+    public func portal(_ sighting: PortalSighting?) { portal.withLock { $0.sighting = sighting } }
+    /// How many joins probed for a portal.
+    public var portalProbes: Int { portal.withLock { $0.probes } }
+
+    public func portal(of network: NetworkDescription) async -> PortalSighting? {
+        portal.withLock { state in
+            state.probes += 1
+            return state.sighting
+        }
     }
 
     public func maintainDelay(for network: NetworkDescription, interval: Duration) async -> Duration {

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """The Wi-Fi test bed's scenarios, run inside the guest that Tests/Wifi/run boots (the host's
 files shared read-only, Debian's kernel): mac80211_hwsim radios, hostapd access points,
-dnsmasq, a private system bus, wpa_supplicant and a real NetworkManager, and the release
-build's `hotspot-helper run --source networkmanager` following them. Every scenario shares
+dnsmasq, a private system bus, wpa_supplicant and a real NetworkManager, then a real ConnMan,
+and the release build's `hotspot-helper run --source networkmanager`, then `--source connman`,
+following them. Every scenario shares
 this one boot; each adds `ok NAME` or `not ok NAME: why` to OUT/report, which ends with
 `N passed, N failed`; the logs of every process stay in OUT for a failure's reasons.
 
@@ -13,7 +14,7 @@ client keeps its address when it roams), with the project's portal simulator (cl
 at 198.18.1.1 and DHCP option 114; radio 2 is the WPA2-PSK Hotel-Secure, whose network is
 open once associated (a server answering the probe with 204 at 198.18.2.1); the access points
 live in the namespace `ap`, so traffic crosses the simulated air. Radio 3 is the client's,
-wlan3, managed by NetworkManager in the guest's own namespace.
+wlan3, managed by NetworkManager in the guest's own namespace, then by ConnMan.
 """
 import json
 import os
@@ -47,6 +48,10 @@ def sh(command, check=True):
     if check and run.returncode != 0:
         raise RuntimeError(f"`{command}` failed ({run.returncode}): {run.stdout}{run.stderr}")
     return run.stdout
+
+
+def succeeds(command):
+    return subprocess.run(["/bin/sh", "-c", command], capture_output=True).returncode == 0
 
 
 def start(name, command, environment=None):
@@ -87,10 +92,10 @@ def write(path, text, mode=0o644):
 class Daemon:
     """`hotspot-helper run --json` with its events read as they come."""
 
-    def __init__(self, arguments):
+    def __init__(self, arguments, name="daemon"):
         self.events = []
         self.lock = threading.Lock()
-        self.log = open(os.path.join(OUT, "daemon.log"), "w")
+        self.log = open(os.path.join(OUT, name + ".log"), "w")
         self.process = subprocess.Popen([HELPER, "run", "--json"] + arguments, stdout=subprocess.PIPE,
                                         stderr=self.log, stdin=subprocess.DEVNULL, text=True)
         processes.append(self.process)
@@ -153,6 +158,13 @@ def scenario(name, after=None):
 def link():
     """What the client's radio is associated with, as the kernel says (`iw dev wlan3 link`)."""
     return sh(f"iw dev {CLIENT} link", check=False)
+
+
+def hostapd_cli(interface, arguments):
+    """A command to the access point on `interface` through its control socket."""
+    answer = sh(f"ip netns exec ap hostapd_cli -p {WORK}/hostapd -i {interface} {arguments}")
+    if answer.strip() != "OK":
+        raise RuntimeError(f"hostapd_cli {arguments}: {answer.strip()}")
 
 
 def nmcli(arguments, check=True):
@@ -239,13 +251,7 @@ def set_up_air():
               f"dhcp-leasefile={WORK}/dnsmasq-{name}.leases\n{extra}")
         start(f"dnsmasq-{name}", ["ip", "netns", "exec", "ap", "dnsmasq", "--keep-in-foreground", "--log-dhcp",
                                   f"--conf-file={WORK}/dnsmasq-{name}.conf", f"--pid-file={WORK}/dnsmasq-{name}.pid"])
-    portal = start("portal", ["ip", "netns", "exec", "ap", HELPER, "simulate", "--scenario", "click-through",
-                              "--host", "198.18.1.1", "--port", "80"])
-    wait_for("the portal simulator", lambda: "http://198.18.1.1:80/" in open(f"{OUT}/portal.log").read(), 120)
-    # Its first answers, from the access points' own address (not the device's), so the
-    # device's first probe finds it warm.
-    sh("ip netns exec ap curl -s -o /dev/null --max-time 60 http://198.18.1.1/generate_204;"
-       " ip netns exec ap curl -s -o /dev/null --max-time 60 http://198.18.1.1/login", check=False)
+    portal = start_portal("portal")
     start("open-server", ["ip", "netns", "exec", "ap", "python3", "-c", """
 import http.server
 class Open(http.server.BaseHTTPRequestHandler):
@@ -254,6 +260,18 @@ class Open(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(('198.18.2.1', 80), Open).serve_forever()
 """])
     return access_points, portal
+
+
+def start_portal(name):
+    """The portal simulator (click-through) behind Cafe-Guest, its log OUT/NAME.log."""
+    portal = start(name, ["ip", "netns", "exec", "ap", HELPER, "simulate", "--scenario", "click-through",
+                          "--host", "198.18.1.1", "--port", "80"])
+    wait_for("the portal simulator", lambda: "http://198.18.1.1:80/" in open(f"{OUT}/{name}.log").read(), 120)
+    # Its first answers, from the access points' own address (not the device's), so the
+    # device's first probe finds it warm.
+    sh("ip netns exec ap curl -s -o /dev/null --max-time 60 http://198.18.1.1/generate_204;"
+       " ip netns exec ap curl -s -o /dev/null --max-time 60 http://198.18.1.1/login", check=False)
+    return portal
 
 
 def start_access_point(name):
@@ -271,7 +289,7 @@ def set_up_client():
 <allow receive_sender="*"/><allow eavesdrop="true"/></policy></busconfig>""")
     start("dbus", ["dbus-daemon", f"--config-file={WORK}/bus.conf", "--nofork", "--nopidfile"])
     wait_for("the system bus", lambda: os.path.exists("/run/dbus/system_bus_socket"), 30)
-    start("wpa_supplicant", ["wpa_supplicant", "-u", "-dd" if os.environ.get("WIFI_DEBUG") else "-q"])
+    supplicant = start_supplicant("wpa_supplicant")
     for folder in ["connections", "varlib", "nmrun"]:
         os.makedirs(f"{WORK}/{folder}", exist_ok=True)
     write(f"{WORK}/NetworkManager.conf", f"""[main]
@@ -300,12 +318,51 @@ wifi.scan-rand-mac-address=no
               f"[wifi]\nssid={ssid}\nmode=infrastructure\nband=bg\nchannel={channel}\n"
               f"{security}[ipv4]\nmethod=auto\n[ipv6]\nmethod=disabled\n", 0o600)
     # No udev here: with /sys read-only NetworkManager does not wait for it to announce the radio.
-    start("NetworkManager", ["unshare", "-m", "/bin/sh", "-c",
-                             "mount -o remount,bind,ro /sys && exec NetworkManager --no-daemon --debug"
-                             f" --config={WORK}/NetworkManager.conf --state-file={WORK}/varlib/NetworkManager.state"
-                             f" --pid-file={WORK}/nmrun/nm.pid --intern-config={WORK}/varlib/intern.conf"])
+    manager = start("NetworkManager", ["unshare", "-m", "/bin/sh", "-c",
+                                       "mount -o remount,bind,ro /sys && exec NetworkManager --no-daemon --debug"
+                                       f" --config={WORK}/NetworkManager.conf --state-file={WORK}/varlib/NetworkManager.state"
+                                       f" --pid-file={WORK}/nmrun/nm.pid --intern-config={WORK}/varlib/intern.conf"])
     wait_for("NetworkManager to manage wlan3",
              lambda: "disconnected" in sh(f"nmcli -t -f DEVICE,STATE device 2>/dev/null | grep '^{CLIENT}:'", check=False), 120)
+    return supplicant, manager
+
+
+def start_supplicant(name):
+    return start(name, ["wpa_supplicant", "-u", "-dd" if os.environ.get("WIFI_DEBUG") else "-q"])
+
+
+def set_up_connman():
+    """ConnMan on wlan3 in NetworkManager's place, with a wpa_supplicant of its own (a fresh
+    one, without NetworkManager's networks), kept off the guest's host and domain names, its
+    Wi-Fi powered on."""
+    write(f"{WORK}/connman.conf", "[General]\nAllowHostnameUpdates=false\nAllowDomainnameUpdates=false\n")
+    os.makedirs("/var/lib/connman", exist_ok=True)
+    write("/var/lib/connman/settings", "[global]\nTimeUpdates=manual\nTimezoneUpdates=manual\n")
+    start_supplicant("wpa_supplicant-connman")
+    wait_for("wpa_supplicant on the bus", lambda: succeeds("busctl introspect fi.w1.wpa_supplicant1 /fi/w1/wpa_supplicant1"), 60)
+    # With its DNS proxy, and /etc/resolv.conf ConnMan's, as Debian's package sets them up
+    # (its tmpfiles rule, connman_resolvconf.conf), so the system's resolver asks ConnMan. The
+    # daemon joins a service when ConnMan says it is ready, and learns its name servers from
+    # the Nameservers ConnMan signals after that (half a second later here): a helper's
+    # first probe goes through the system's resolver.
+    os.remove("/etc/resolv.conf")
+    os.symlink("/run/connman/resolv.conf", "/etc/resolv.conf")
+    start("connman", ["connmand", "--nodaemon", f"--config={WORK}/connman.conf", "-i", CLIENT, "--noplugin=iwd"])
+    technology = "net.connman /net/connman/technology/wifi net.connman.Technology"
+    wait_for("ConnMan's Wi-Fi", lambda: sh(f"busctl call {technology} GetProperties", check=False), 90)
+    sh(f"busctl call {technology} SetProperty sv Powered b true", check=False)  # an error when it already is
+    # Its first scan may fail with "No carrier" while the radio comes up.
+    wait_for("a scan by ConnMan", lambda: succeeds(f"busctl --timeout=60 call {technology} Scan"), 120)
+
+
+def connman_service(ssid):
+    """The object path of ConnMan's service for `ssid`, once it lists one."""
+    def find():
+        answer = sh("busctl --json=short call net.connman / net.connman.Manager GetServices", check=False)
+        for path, properties in (json.loads(answer)["data"][0] if answer else []):
+            if properties.get("Name", {}).get("data") == ssid:
+                return path
+    return wait_for(f"ConnMan's service for {ssid}", find, 120)
 
 
 def warm_executables():
@@ -324,9 +381,9 @@ def main():
     log(f"guest up (kernel {os.uname().release})")
     warm_executables()
     log("executables read")
-    access_points, _ = set_up_air()
+    access_points, portal_simulator = set_up_air()
     log("access points up")
-    set_up_client()
+    supplicant, manager = set_up_client()
     log("NetworkManager manages wlan3")
     scripts = f"{WORK}/scripts"
     os.makedirs(scripts)
@@ -401,10 +458,18 @@ def main():
     @scenario("an access point that vanishes is left, and when it is back the helper maintains with did_just_join", after=wpa2)
     def _():
         nmcli("connection modify hotel connection.autoconnect yes")
+        # An access point that goes away deauthenticates its stations. hostapd does as it stops,
+        # but in two runs of three wpa_supplicant then went from completed to scanning with no
+        # disconnected between, the one state that starts NetworkManager's link timeout, and the
+        # device stayed activated for minutes: the deauthentication is sent while the access
+        # point still runs, and the kernel's word that the client lost it awaited.
+        station = open(f"/sys/class/net/{CLIENT}/address").read().strip()
+        hostapd_cli("wlan2", f"deauthenticate {station}")
+        wait_for("the client deauthenticated", lambda: "Not connected" in link(), 30)
         access_points["hotel"].terminate()
         access_points["hotel"].wait(10)
-        # NetworkManager keeps the device activated while wpa_supplicant looks for the access
-        # point, and gives up after its link timeout (15 s, longer under emulation).
+        # wpa_supplicant looks for the access point again, NetworkManager keeps the device
+        # activated meanwhile and gives up after its link timeout (15 s, longer under emulation).
         daemon.wait("Hotel-Secure left", state("inactive", "Hotel-Secure"), timeout=150)
         access_points["hotel"] = start_access_point("hotel")
         by_itself = True
@@ -428,6 +493,49 @@ def main():
     status = daemon.process.wait(30)
     results.append(("the daemon stops cleanly on SIGTERM", None if status == 0 else f"exit status {status}"))
 
+    # ConnMan in NetworkManager's place, and the daemon following it (`--source connman`).
+    nmcli(f"device disconnect {CLIENT}", check=False)
+    for process in [manager, supplicant, portal_simulator]:
+        stop(process)
+    sh(f"ip addr flush dev {CLIENT}")
+    # A portal simulator that has not seen the device yet, so the device is captive again.
+    start_portal("portal-connman")
+    set_up_connman()
+    log("ConnMan manages wlan3")
+    os.makedirs(f"{WORK}/state-connman")
+    connman = Daemon(["--scripts", scripts, "--source", "connman", "--state-dir", f"{WORK}/state-connman",
+                      "--probe-url", PROBE_URL], name="daemon-connman")
+    connman_wpa2 = "ConnMan: its Wi-Fi services are the scan list, and the helper's password reaches it through RequestInput"
+
+    @scenario(connman_wpa2)
+    def _():
+        # ConnMan has one service per SSID, with no BSSID: the entry ends with the signal and the security.
+        for ssid, secure in [("Cafe-Guest", "false"), ("Hotel-Secure", "true")]:
+            entry = connman.wait(f"{ssid} in the scan list", printed(f"scan {ssid} "))[0]["message"]
+            signal, is_secure = entry.split()[-2:]
+            assert 0 < float(signal) <= 1 and is_secure == secure, entry
+        connman.wait("the password offered to ConnMan", message("passwords for connman to join with: Hotel-Secure (from hotel)"))
+        # ConnMan asks its agent, the daemon, for the passphrase as it connects.
+        sh(f"busctl --timeout=120 call net.connman {connman_service('Hotel-Secure')} net.connman.Service Connect")
+        connman.wait("the password given to ConnMan", message("gave ConnMan the password a helper supplied for Hotel-Secure"))
+        assert f"Connected to {HOTEL_BSSID}" in link(), link()
+        connman.wait("Hotel-Secure authenticated", state("authenticated", "Hotel-Secure"))
+
+    @scenario("ConnMan: the open network's portal is logged in by click-through and verified")
+    def _():
+        sh(f"busctl call net.connman {connman_service('Hotel-Secure')} net.connman.Service Disconnect", check=False)
+        sh(f"busctl --timeout=120 call net.connman {connman_service('Cafe-Guest')} net.connman.Service Connect")
+        assert "SSID: Cafe-Guest" in link(), link()
+        connman.wait("Cafe-Guest authenticated", state("authenticated", "Cafe-Guest"))
+        authenticate = connman.matching(command("authenticate", "Cafe-Guest"))
+        assert authenticate and authenticate[-1].get("helper") == "click-through", authenticate
+        probe = sh("curl -s -o /dev/null -w '%{http_code}' --max-time 20 http://198.18.1.1/generate_204", check=False)
+        assert probe == "204", f"the portal still captures the device: {probe}"
+
+    connman.process.terminate()
+    status = connman.process.wait(30)
+    results.append(("the daemon following ConnMan stops cleanly on SIGTERM", None if status == 0 else f"exit status {status}"))
+
 
 if __name__ == "__main__":
     try:
@@ -436,9 +544,11 @@ if __name__ == "__main__":
         results.append(("the test bed's set-up", str(error)))
         log(f"set-up failed: {error}")
     finally:
-        # The neighbours and the bridge's forwarding table as the run left them, for a failure's reasons.
+        # The neighbours and the bridge's forwarding table as the run left them, and the
+        # kernel's log (associations, deauthentications), for a failure's reasons.
         write(os.path.join(OUT, "network.txt"), sh(
             f"ip addr; ip neigh; iw dev {CLIENT} link; ip -n ap addr; ip -n ap neigh; bridge -n ap fdb show br br0", check=False))
+        write(os.path.join(OUT, "kernel.log"), sh("dmesg", check=False))
         for process in reversed(processes):
             if process.poll() is None:
                 stop(process)

@@ -199,7 +199,9 @@ function Command:has_secret(name) end
 ---@class NetworkDeclaration
 ---@field ssids? string[] exact SSIDs: high confidence
 ---@field ssid_patterns? string[] globs (`*`, `?`) with at least one other character: low confidence
----@field bssid_prefixes? string[] "02:5e:10": narrow the SSIDs to these access points; alone, any SSID there (low)
+---@field bssid_prefixes? string[] "02:5e:10": narrow the other entries to these access points; alone, any SSID there (low)
+---@field portal_hosts? string[] the host the join's probe finds the portal at, when no SSID entry matched: a host (high) or "*.domain" (low)
+---@field gateway_families? ("coovachilli"|"meraki"|"unifi"|"aruba"|"opennds"|"pfsense")[] a gateway by its probe redirect's shape: low confidence
 
 ---What a venue script returns.
 ---@class VenueScript

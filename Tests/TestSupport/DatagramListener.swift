@@ -1,16 +1,15 @@
-import Foundation
+public import Foundation
 import Locking
 import Synchronization
-import Testing
-import TestSupport
+public import Testing
 
 /// A Unix datagram socket standing in for systemd's (the notification socket, the
 /// journal's), keeping what arrives with the time it came, read on a thread of its own.
-final class DatagramListener: Sendable {
-    struct Datagram: Sendable {
-        let bytes: [UInt8]
-        let arrived: ContinuousClock.Instant
-        var text: String { String(decoding: bytes, as: UTF8.self) }
+public final class DatagramListener: Sendable {
+    public struct Datagram: Sendable {
+        public let bytes: [UInt8]
+        public let arrived: ContinuousClock.Instant
+        public var text: String { String(decoding: bytes, as: UTF8.self) }
     }
 
     /// What the reading thread fills; it holds this rather than the listener, whose end stops it.
@@ -19,10 +18,10 @@ final class DatagramListener: Sendable {
         let closed = Atomic<Bool>(false)
     }
 
-    let path: String
+    public let path: String
     private let inbox = Inbox()
 
-    init(_ kind: String) throws {
+    public init(_ kind: String) throws {
         path = scratchPath(kind)
         let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = unixSocketAddress(path)
@@ -45,12 +44,12 @@ final class DatagramListener: Sendable {
         }.start()
     }
 
-    var datagrams: [Datagram] { inbox.received.withLock { $0 } }
+    public var datagrams: [Datagram] { inbox.received.withLock { $0 } }
 
     /// Waits until `count` datagrams match (those already there included) and returns the
     /// last that did; fails the test if they do not come.
     @discardableResult
-    func waitFor(count: Int = 1, timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
+    public func waitFor(count: Int = 1, timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
                  _ matches: (Datagram) -> Bool) async throws -> Datagram {
         try await eventually("\(count) matching datagram(s) on \(path)", within: timeout, sourceLocation: sourceLocation) {
             datagrams.count(where: matches) >= count
@@ -65,7 +64,7 @@ final class DatagramListener: Sendable {
 }
 
 /// The address of the Unix socket at `path`.
-func unixSocketAddress(_ path: String) -> sockaddr_un {
+public func unixSocketAddress(_ path: String) -> sockaddr_un {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     withUnsafeMutableBytes(of: &address.sun_path) { raw in

@@ -91,7 +91,7 @@ struct ManagerStandInTests {
     /// `hotspot-helper run --source SOURCE` on `bus` with the click-through helper, in `namespace` if any.
     static func daemon(source: String, on bus: PrivateBus, in namespace: String?) throws -> RunningCLI {
         let scripts = try CLI.temporaryDirectory()
-        try FileManager.default.copyItem(atPath: DaemonTests.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
+        try FileManager.default.copyItem(atPath: CLI.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
         // In a namespace, the helper's success is checked at the venue's portal.
         let inNamespace = namespace.map { ["/usr/sbin/ip", "netns", "exec", $0] } ?? []
         let probes = namespace == nil ? [] : ["--probe-url", "http://198.18.0.1/generate_204"]
@@ -128,7 +128,7 @@ struct ManagerStandInTests {
         let (recipe, venue) = try await Self.venue("hs")
         let (bus, standIn, daemon) = try await Self.start("connman-portal", source: "connman", in: (recipe.client, recipe.interface))
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("ConnMan found a portal on Wired (http://198.18.0.1/)"))
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Wired"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "Wired"))
         try await eventually("ConnMan is answered") { standIn.output.contains("RequestBrowser") }
         #expect(standIn.output.contains("RequestBrowser answered"), "\(standIn.output)")
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("answered ConnMan's portal request for Wired: logged in"))
@@ -146,8 +146,8 @@ struct ManagerStandInTests {
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("ConnMan found a portal on Wired"))
         try await onOwnThread { standIn.stop() }
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("ConnMan left the system bus; its networks stay as they were until it is back"))
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Wired"))
-        #expect(!daemon.events.contains(where: DaemonTests.isState("inactive", "Wired")), "not left")
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "Wired"))
+        #expect(!daemon.events.contains(where: EventLine.isState("inactive", "Wired")), "not left")
         try await Self.stop(daemon)
         withExtendedLifetime(bus) {}
         try await Self.remove(recipe, venue)
@@ -166,7 +166,7 @@ struct ManagerStandInTests {
         let alone = try Self.daemon(source: "auto", on: bus, in: recipe.client)
         try await alone.waitForEvent(NetworkManagerTests.isMessage(
             "--source auto follows the interfaces that are up, each as a network of its name (\(recipe.interface)): no network manager is on the system bus"))
-        try await alone.waitForEvent(DaemonTests.isState("authenticated", recipe.interface))
+        try await alone.waitForEvent(EventLine.isState("authenticated", recipe.interface))
         try await Self.stop(alone)
         try await Self.remove(recipe, venue)
     }

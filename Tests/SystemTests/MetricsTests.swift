@@ -55,11 +55,11 @@ struct MetricsTests {
         let running = try await daemon.waitForEvent { $0.message?.contains("metrics at http://") == true }
         let message = try #require(running.message)
         let metricsURL = String(message[message.range(of: "http://")!.lowerBound...])
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Instant-Guest"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "Instant-Guest"))
         // More commands: a logoff and a join, through the control socket.
         #expect(try await CLI.run(["logoff", "Instant-Guest", "--control-socket", controlSocket]).status == 0)
         #expect(try await CLI.run(["join", "Instant-Guest", "--control-socket", controlSocket]).status == 0)
-        try await daemon.waitForEvent(count: 2, DaemonTests.isState("authenticated", "Instant-Guest"))
+        try await daemon.waitForEvent(count: 2, EventLine.isState("authenticated", "Instant-Guest"))
 
         var expected: [String: Int] = [:]
         for event in daemon.events where event.event == "command" {

@@ -1,12 +1,11 @@
-import Foundation
+public import Foundation
 import Locking
-import Testing
-import TestSupport
+public import Testing
 
 /// A long-running `hotspot-helper` (run, dev) whose output is read as it comes, on threads
 /// of its own, so a test can wait for an event, signal the process, and wait for its end.
 /// Dropping it kills the process if it still runs, so a failed test leaves no daemon behind.
-final class RunningCLI: Sendable {
+public final class RunningCLI: Sendable {
     /// What the process wrote, filled by the reading threads. They hold this rather than
     /// the `RunningCLI`, which would otherwise live as long as the process it should end.
     private final class Captured: Sendable {
@@ -23,10 +22,10 @@ final class RunningCLI: Sendable {
         }
     }
 
-    let process: Process
+    public let process: Process
     private let captured = Captured()
 
-    init(_ arguments: [String], executable: String = CLI.path, environment: [String: String] = [:], outputIsJournal: Bool = false) throws {
+    public init(_ arguments: [String], executable: String = CLI.path, environment: [String: String] = [:], outputIsJournal: Bool = false) throws {
         let (process, output, errors) = try CLI.start(arguments, executable: executable, environment: environment,
                                                       outputIsJournal: outputIsJournal)
         self.process = process
@@ -45,16 +44,16 @@ final class RunningCLI: Sendable {
         }.start()
     }
 
-    var standardOutput: String { captured.output.withLock { $0 } }
-    var standardError: String { captured.errors.withLock { $0 } }
+    public var standardOutput: String { captured.output.withLock { $0 } }
+    public var standardError: String { captured.errors.withLock { $0 } }
 
     /// The JSON lines written so far, decoded.
-    var events: [EventLine] { EventLine.lines(in: standardOutput) }
+    public var events: [EventLine] { EventLine.lines(in: standardOutput) }
 
     /// Waits until `count` events match (the count includes those already there), and
     /// returns the last that did; fails the test with what was written if none comes.
     @discardableResult
-    func waitForEvent(count: Int = 1, timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
+    public func waitForEvent(count: Int = 1, timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
                       _ matches: (EventLine) -> Bool) async throws -> EventLine {
         var found: [EventLine] = []
         if try await holds(within: timeout, {
@@ -67,13 +66,13 @@ final class RunningCLI: Sendable {
         throw CancellationError()
     }
 
-    func signal(_ number: Int32) {
+    public func signal(_ number: Int32) {
         kill(process.processIdentifier, number)
     }
 
     /// Waits for the process to end (both pipes closed) and returns its exit status; nil
     /// when it is still running after `timeout` (it is killed then).
-    func waitForExit(timeout: Duration = .seconds(10)) async throws -> Int32? {
+    public func waitForExit(timeout: Duration = .seconds(10)) async throws -> Int32? {
         if try await holds(within: timeout, { captured.closedPipes.withLock { $0 } == 2 }) {
             let process = self.process
             return try await onOwnThread {

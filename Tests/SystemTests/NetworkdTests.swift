@@ -35,23 +35,23 @@ struct NetworkdTests {
         try testbed.startManager()
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("systemd-networkd is on the system bus: reading its links"))
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("systemd-networkd has \(testbed.interface) on Aroma-Guest"))
-        try await daemon.waitForEvent(DaemonTests.isCommand("evaluate"))
-        try await daemon.waitForEvent(DaemonTests.isCommand("authenticate"))
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isCommand("evaluate"))
+        try await daemon.waitForEvent(EventLine.isCommand("authenticate"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
 
         #expect(try await onOwnThread { try testbed.setVenueLink(up: false) } == 0)
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("systemd-networkd deactivated \(testbed.interface)"))
-        try await daemon.waitForEvent(DaemonTests.isState("inactive"))
+        try await daemon.waitForEvent(EventLine.isState("inactive"))
         #expect(try await onOwnThread { try testbed.setVenueLink(up: true) } == 0)
-        try await daemon.waitForEvent(count: 2, DaemonTests.isState("authenticated"))
-        #expect(daemon.events.filter(DaemonTests.isCommand("maintain")).count == 1, "joined again: the cached helper maintains")
+        try await daemon.waitForEvent(count: 2, EventLine.isState("authenticated"))
+        #expect(daemon.events.filter(EventLine.isCommand("maintain")).count == 1, "joined again: the cached helper maintains")
 
         let statesBefore = daemon.events.filter { $0.event == "state" }.count
         try await onOwnThread { testbed.stopManager() }
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("systemd-networkd left the system bus; its networks stay as they were until it is back"))
         try await onOwnThread { try testbed.startManager() }
         try await daemon.waitForEvent(count: 2, NetworkManagerTests.isMessage("systemd-networkd is on the system bus: reading its links"))
-        try await Task.sleep(for: .seconds(3))  // longer than a link may be missing before its network is left
+        try await Task.sleep(for: .seconds(3))  // real time is the point: nothing happens for longer than a link may be missing before its network is left
         #expect(daemon.events.filter { $0.event == "state" }.count == statesBefore,
                 "networkd's restart is not a leave and a join: \(daemon.events.suffix(8))")
         daemon.signal(SIGTERM)
@@ -69,7 +69,7 @@ struct NetworkdTests {
         let daemon = try testbed.daemon(source: "auto")
         try await daemon.waitForEvent(NetworkManagerTests.isMessage(
             "--source auto follows networkd: org.freedesktop.network1 has an owner on the system bus"))
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
         try await onOwnThread { testbed.tearDown() }

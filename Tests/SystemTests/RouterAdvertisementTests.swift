@@ -87,9 +87,9 @@ struct RouterAdvertisementTests {
     func theAdvertisedCaptivePortalIsTheNetworksAndMalformedOptionsAreWarnedOf() async throws {
         let (client, router) = try Self.makeLink("hh\(getpid() % 100_000)a")
         defer { _ = try? shellStatus("ip netns del \(client); ip netns del \(router)") }
-        let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": LinkSourceTests.quick])
+        let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": CLI.helperClaimingNothing])
         let daemon = try Self.daemon(in: client, scripts: scripts, ["--probe-interval", "0"])
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "V6-Cafe"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "V6-Cafe"))
         let bad: [([UInt8], String)] = [
             (Self.captivePortal(Array("http://portal.example/".utf8)),
              "v6c0: a router advertisement's captive-portal URI \"http://portal.example/\" is not https, as RFC 8910 requires; "
@@ -122,9 +122,9 @@ struct RouterAdvertisementTests {
         defer { _ = try? shellStatus("ip netns del \(client); ip netns del \(router)") }
         let directory = try CLI.temporaryDirectory()
         #expect(try shellStatus("ip netns exec \(router) sysctl -qw net.ipv6.conf.all.forwarding=1") == 0)
-        let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": LinkSourceTests.quick])
+        let scripts = try CLI.temporaryDirectory(scripts: ["quick.lua": CLI.helperClaimingNothing])
         let daemon = try Self.daemon(in: client, scripts: scripts, ["--probe-interval", "0"])
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "V6-Cafe"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "V6-Cafe"))
         let radvd = try Self.radvd(in: router, directory: directory, nameServer: "2001:db8:38::53")
         defer { radvd.stop() }
         try await daemon.waitForEvent { $0.message == "the name servers router advertisements give v6c0 are 2001:db8:38::53" }
@@ -159,10 +159,10 @@ struct RouterAdvertisementTests {
         #expect(try await onOwnThread { holdsBlocking(within: .seconds(10)) { portal.output.contains("http://[2001:db8:38::1]:80/") } },
                 "\(portal.output)")
         let scripts = try CLI.temporaryDirectory()
-        try FileManager.default.copyItem(atPath: DaemonTests.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
+        try FileManager.default.copyItem(atPath: CLI.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
         let daemon = try Self.daemon(in: client, scripts: scripts, ["--probe-url", "http://probe.v6.test/generate_204"])
         try await daemon.waitForEvent { $0.message == "the name servers router advertisements give v6c0 are 2001:db8:38::1" }
-        try await daemon.waitForEvent(timeout: .seconds(30), DaemonTests.isCommand("authenticate"))
+        try await daemon.waitForEvent(timeout: .seconds(30), EventLine.isCommand("authenticate"))
         try await daemon.waitForEvent { $0.event == "state" && $0.to == "authenticated" && $0.helper == "click-through" }
         // The helper's own check after logging in comes before the state.
         #expect(daemon.events.contains { $0.event == "connectivity" && $0.verdict == "connected" && $0.helper == "click-through" })

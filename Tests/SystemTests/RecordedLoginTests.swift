@@ -46,7 +46,8 @@ struct RecordedLoginTests {
                 for _ in 0..<5 {
                     guard let kinds = try recorder.submitAsAPerson(Self.typed) else {
                         // A page with nothing to submit (busy, too many requests): the person
-                        // waits a moment, goes back and tries again.
+                        // waits a moment, goes back and tries again (real time is the point:
+                        // the simulated portal times the wait).
                         usleep(1_200_000)
                         _ = try? recorder.browser.evaluate("window.__before = true; history.back()")
                         try recorder.waitForNextPage()
@@ -54,13 +55,12 @@ struct RecordedLoginTests {
                     }
                     typed.formUnion(kinds)
                     try recorder.waitForNextPage()
-                    if try Self.probeStatus(probe) == 204 { break }
+                    if try probeStatus(probe) == 204 { break }
                 }
                 // The check the person's system makes once logged in, answered 204.
+                let probesBefore = recorder.responses(to: probe)
                 try recorder.browser.send("Page.navigate", ["url": probe])
-                try recorder.waitUntil("true")
-                usleep(300_000)
-                try recorder.waitUntil("true")
+                try recorder.waitForResponse(to: probe, beyond: probesBefore)
                 try recorder.har().write(to: URL(fileURLWithPath: path))
                 return typed
             }
@@ -70,18 +70,6 @@ struct RecordedLoginTests {
         }
         await portal.stop()
         return (path, typed)
-    }
-
-    /// The probe's status, asked outside the browser so the recording does not hold it.
-    static func probeStatus(_ url: String) throws -> Int {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--resolve", "connectivitycheck.dev.example:\(URL(string: url)!.port!):127.0.0.1", url]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        process.waitUntilExit()
-        return Int(String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)) ?? 0
     }
 
     /// The scenarios whose recording does not yet yield a script that logs in: their pages
@@ -139,16 +127,16 @@ struct RecordedLoginTests {
     @Test func testReportsEachCaseAndWritesJUnit() async throws {
         let directory = try CLI.temporaryDirectory()
         let junit = directory + "/report.xml"
-        let run = try await CLI.run(["test", DaemonTests.bundledScripts + "/click-through.lua", "--scenario", "click-through",
+        let run = try await CLI.run(["test", CLI.bundledScripts + "/click-through.lua", "--scenario", "click-through",
                                      "--scenario", "credentials", "--junit", junit])
         #expect(run.status == 1, "\(run.output)\n\(run.errors)")
-        #expect(run.output.contains("PASS  \(DaemonTests.bundledScripts)/click-through.lua against click-through"))
-        #expect(run.output.contains("FAIL  \(DaemonTests.bundledScripts)/click-through.lua against credentials: authenticate asked the person"))
+        #expect(run.output.contains("PASS  \(CLI.bundledScripts)/click-through.lua against click-through"))
+        #expect(run.output.contains("FAIL  \(CLI.bundledScripts)/click-through.lua against credentials: authenticate asked the person"))
         #expect(run.output.contains("1 of 2 passed"))
         let xml = try String(contentsOfFile: junit, encoding: .utf8)
         #expect(xml.contains(#"<testsuites name="hotspot-helper test" tests="2" failures="1">"#))
         #expect(xml.contains(#"name="credentials""#) && xml.contains("<failure message=\"authenticate asked the person (ui_required)"))
-        let usage = try await CLI.run(["test", DaemonTests.bundledScripts + "/click-through.lua"])
+        let usage = try await CLI.run(["test", CLI.bundledScripts + "/click-through.lua"])
         #expect(usage.status == 2 && usage.errors.contains("--scenario NAME or --har FILE"))
     }
 }

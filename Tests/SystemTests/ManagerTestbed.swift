@@ -70,7 +70,7 @@ final class ManagerTestbed: @unchecked Sendable {  // set up in init, torn down 
     /// with the bundled click-through script and a state directory of its own.
     func daemon(source: String) throws -> RunningCLI {
         let scripts = try CLI.temporaryDirectory()
-        try FileManager.default.copyItem(atPath: DaemonTests.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
+        try FileManager.default.copyItem(atPath: CLI.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
         return try RunningCLI(["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)", "/usr/sbin/ip", "netns", "exec", client, CLI.path, "run", "--json",
                                "--source", source, "--scripts", scripts, "--state-dir", try CLI.temporaryDirectory(),
                                "--probe-url", "http://198.18.0.1/generate_204"], executable: "/usr/bin/env")

@@ -32,17 +32,17 @@ struct WebPageTests {
         let state = try CLI.temporaryDirectory()
         let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Open-Venue",
                                      "--state-dir", state, "--probe-interval", "0"])
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Open-Venue"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "Open-Venue"))
         return (daemon, state)
     }
 
     static func card(_ network: String) -> String { "document.querySelector('[data-network=\"\(network)\"]')" }
 
     @Test func aPersonAnswersTheLibrarysQuestionInABrowser() async throws {
-        let venue = try await DaemonTests.Venue(.email, script: "library.lua", ssid: "City-Library", portalHost: "wifi.library.example")
+        let venue = try await SimulatedVenue(.email, script: "library.lua", ssid: "City-Library", portalHost: "wifi.library.example")
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments())
-        try await daemon.waitForEvent(DaemonTests.isState("presenting_ui", "City-Library"))
+        try await daemon.waitForEvent(EventLine.isState("presenting_ui", "City-Library"))
         let (web, url, _) = try await Self.startPage(stateDirectory: venue.state)
         let card = Self.card("City-Library")
         try await onOwnThread {
@@ -86,7 +86,7 @@ struct WebPageTests {
             try browser.evaluate(click("Log off", in: card))
             try browser.waitUntil("\(card)?.dataset.state === 'inactive'")
         }
-        try await daemon.waitForEvent(DaemonTests.isCommand("present_ui"))
+        try await daemon.waitForEvent(EventLine.isCommand("present_ui"))
         web.signal(SIGTERM)
         #expect(try await web.waitForExit() == 0)
         daemon.signal(SIGTERM)
@@ -114,10 +114,10 @@ struct WebPageTests {
         try "#!/bin/sh\necho \"$1\" >> \(opened)\n".write(toFile: directory + "/xdg-open", atomically: true, encoding: .utf8)
         chmod(directory + "/xdg-open", 0o755)
 
-        let venue = try await DaemonTests.Venue(.email, script: "library.lua", ssid: "City-Library", portalHost: "wifi.library.example")
+        let venue = try await SimulatedVenue(.email, script: "library.lua", ssid: "City-Library", portalHost: "wifi.library.example")
         defer { Task { await venue.portal.stop() } }
         let daemon = try RunningCLI(venue.arguments())
-        try await daemon.waitForEvent(DaemonTests.isState("presenting_ui", "City-Library"))
+        try await daemon.waitForEvent(EventLine.isState("presenting_ui", "City-Library"))
         let web = try RunningCLI(["web", "--state-dir", venue.state, "--no-open"], environment: [
             "DBUS_SESSION_BUS_ADDRESS": address, "DISPLAY": ":0",
             "PATH": directory + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"),
@@ -167,7 +167,7 @@ struct WebPageTests {
         let state = try CLI.temporaryDirectory()
         let daemon = try RunningCLI(["run", "--json", "--scripts", scripts, "--source", "interface:lo:Hostile-Venue",
                                      "--state-dir", state, "--probe-interval", "0"])
-        try await daemon.waitForEvent(DaemonTests.isState("presenting_ui", "Hostile-Venue"))
+        try await daemon.waitForEvent(EventLine.isState("presenting_ui", "Hostile-Venue"))
         let (web, url, _) = try await Self.startPage(stateDirectory: state)
         let card = Self.card("Hostile-Venue")
         try await onOwnThread {

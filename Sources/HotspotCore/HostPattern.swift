@@ -40,6 +40,9 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
         self.suffix = suffix
     }
 
+    /// One host, not a `*.` pattern.
+    public var isExact: Bool { suffix == nil }
+
     public func matches(_ host: String) -> Bool {
         let host = host.lowercased()
         if let suffix { return host.hasSuffix(suffix) && host.count > suffix.count }

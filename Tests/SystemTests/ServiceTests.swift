@@ -172,7 +172,7 @@ struct CredentialsTests {
     static func runDaemon(credentials: String) async throws {
         let scripts = try CLI.temporaryDirectory(scripts: ["picky.lua": picky])
         let daemon = try RunningCLI(try ServiceTests.arguments(scripts: scripts), environment: ["CREDENTIALS_DIRECTORY": credentials])
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Instant-Guest"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "Instant-Guest"))
         #expect(daemon.standardOutput.contains("password [secret]"))
         #expect(!daemon.standardOutput.contains(password))
         daemon.signal(SIGTERM)

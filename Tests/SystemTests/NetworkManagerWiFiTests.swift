@@ -187,12 +187,12 @@ struct NetworkManagerWiFiTests {
         // NetworkManager joins Cafe-Secure by itself: SSID, BSSID, strength and security reach cmd.network.
         _ = try await nm.python(MockNetworkManager.cafeActivated)
         try await daemon.waitForEvent(Self.isPrint("network Cafe-Secure 02:00:00:00:00:01 0.73 true true"))
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Cafe-Secure"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "Cafe-Secure"))
 
         // NetworkManager finds a portal again: the helper maintains at once.
         _ = try await nm.python("mock.SetConnectivity(2)")
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("Cafe-Secure is captive again: maintaining now"))
-        try await daemon.waitForEvent(DaemonTests.isCommand("maintain"))
+        try await daemon.waitForEvent(EventLine.isCommand("maintain"))
 
         // The agent: NetworkManager gets the helper's pre-shared key for Cafe-Secure, and nothing else.
         let agent = try await nm.python("print(unique_name_of(\(daemon.process.processIdentifier)))").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -232,7 +232,7 @@ struct NetworkManagerWiFiTests {
         // Deactivated: left.
         _ = try await nm.python("mock.RemoveActiveConnection('\(MockNetworkManager.wifiDevice)', '/org/freedesktop/NetworkManager/ActiveConnection/cafe')")
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("NetworkManager deactivated wlan0"))
-        try await daemon.waitForEvent(DaemonTests.isState("inactive", "Cafe-Secure"))
+        try await daemon.waitForEvent(EventLine.isState("inactive", "Cafe-Secure"))
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }
@@ -269,7 +269,7 @@ struct NetworkManagerWiFiTests {
             "NetworkManager's /org/freedesktop/NetworkManager/Devices/odd has a State that is a string, not an unsigned integer; it is left out"))
         // The network is joined under its SSID written with escapes, and helpers see it so.
         try await daemon.waitForEvent(Self.isPrint("network Caf\\x00\\xff 02:00:00:00:00:09 1.0 false true"))
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Caf\\x00\\xff"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "Caf\\x00\\xff"))
         #expect(daemon.process.isRunning)
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
@@ -282,16 +282,16 @@ struct NetworkManagerWiFiTests {
         try await nm.addWiFiWithTwoAccessPoints()
         _ = try await nm.python(MockNetworkManager.cafeActivated)
         let daemon = try Self.daemon(on: nm)
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Cafe-Secure"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "Cafe-Secure"))
 
         try await nm.restartBus(setUp: MockNetworkManager.wifiWithTwoAccessPoints + "\n" + MockNetworkManager.cafeActivated)
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("NetworkManager cannot be followed: the connection to the system bus ended"))
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("the system bus is back"))
-        try await Task.sleep(for: .seconds(3))  // longer than a device may be missing before its network is left
-        #expect(!daemon.events.contains(where: DaemonTests.isState("inactive", "Cafe-Secure")), "\(daemon.events.suffix(6))")
+        try await Task.sleep(for: .seconds(3))  // real time is the point: nothing happens for longer than a device may be missing before its network is left
+        #expect(!daemon.events.contains(where: EventLine.isState("inactive", "Cafe-Secure")), "\(daemon.events.suffix(6))")
 
         _ = try await nm.python("mock.RemoveActiveConnection('\(MockNetworkManager.wifiDevice)', '/org/freedesktop/NetworkManager/ActiveConnection/cafe')")
-        try await daemon.waitForEvent(DaemonTests.isState("inactive", "Cafe-Secure"))
+        try await daemon.waitForEvent(EventLine.isState("inactive", "Cafe-Secure"))
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
     }

@@ -29,8 +29,8 @@ struct ConnManTests {
         try testbed.startManager()
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("ConnMan is on the system bus: reading its services"))
         try await daemon.waitForEvent(NetworkManagerTests.isMessage("ConnMan has \(testbed.interface) on Wired"))
-        try await daemon.waitForEvent(DaemonTests.isCommand("evaluate"))
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated", "Wired"))
+        try await daemon.waitForEvent(EventLine.isCommand("evaluate"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated", "Wired"))
         #expect(!daemon.events.contains(where: NetworkManagerTests.isMessage("cannot register as ConnMan's agent")))
 
         // The agent, called by anyone but ConnMan, refuses.
@@ -47,10 +47,10 @@ struct ConnManTests {
         #expect(other.status != 0 && other.errors.contains("Unknown method"), "\(other.errors)")
 
         #expect(try await onOwnThread { try testbed.setVenueLink(up: false) } == 0)
-        try await daemon.waitForEvent(DaemonTests.isState("inactive", "Wired"))
+        try await daemon.waitForEvent(EventLine.isState("inactive", "Wired"))
         #expect(try await onOwnThread { try testbed.setVenueLink(up: true) } == 0)
-        try await daemon.waitForEvent(count: 2, timeout: .seconds(40), DaemonTests.isState("authenticated", "Wired"))
-        #expect(daemon.events.filter(DaemonTests.isCommand("maintain")).count == 1, "joined again: the cached helper maintains")
+        try await daemon.waitForEvent(count: 2, timeout: .seconds(40), EventLine.isState("authenticated", "Wired"))
+        #expect(daemon.events.filter(EventLine.isCommand("maintain")).count == 1, "joined again: the cached helper maintains")
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
         try await onOwnThread { testbed.tearDown() }

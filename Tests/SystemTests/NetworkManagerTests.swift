@@ -136,7 +136,7 @@ struct NetworkManagerTests {
     @Test func followsActivationDeactivationAndARestartOfNetworkManager() async throws {
         let testbed = try await onOwnThread { try NetworkManagerTestbed() }
         let scripts = try CLI.temporaryDirectory()
-        try FileManager.default.copyItem(atPath: DaemonTests.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
+        try FileManager.default.copyItem(atPath: CLI.bundledScripts + "/click-through.lua", toPath: scripts + "/click-through.lua")
         let daemon = try testbed.daemon(["--scripts", scripts, "--state-dir", try CLI.temporaryDirectory(),
                                          "--probe-url", "http://198.18.0.1/generate_204"])
         try await daemon.waitForEvent(Self.isMessage("NetworkManager is not on the system bus; its devices are followed once it is"))
@@ -144,9 +144,9 @@ struct NetworkManagerTests {
         try testbed.startNetworkManager()
         try await daemon.waitForEvent(Self.isMessage("NetworkManager is on the system bus: reading its devices"))
         try await daemon.waitForEvent(Self.isMessage("NetworkManager has \(testbed.interface) on Aroma-Guest"))
-        try await daemon.waitForEvent(DaemonTests.isCommand("evaluate"))
-        try await daemon.waitForEvent(DaemonTests.isCommand("authenticate"))
-        try await daemon.waitForEvent(DaemonTests.isState("authenticated"))
+        try await daemon.waitForEvent(EventLine.isCommand("evaluate"))
+        try await daemon.waitForEvent(EventLine.isCommand("authenticate"))
+        try await daemon.waitForEvent(EventLine.isState("authenticated"))
         // Option 114 reached the network: the runtime reads the API it names after the login.
         try await daemon.waitForEvent(Self.isMessage("the Captive Portal API at https://portal.example.test/api/captive"))
         // NetworkManager's own check, once it runs again, finds the network open.
@@ -155,25 +155,25 @@ struct NetworkManagerTests {
         let down = try await testbed.nmcli(["connection", "down", "Aroma-Guest"])
         #expect(down.status == 0, "\(down.errors)")
         try await daemon.waitForEvent(Self.isMessage("NetworkManager deactivated \(testbed.interface)"))
-        try await daemon.waitForEvent(DaemonTests.isState("inactive"))
+        try await daemon.waitForEvent(EventLine.isState("inactive"))
 
         let up = try await testbed.nmcli(["connection", "up", "Aroma-Guest"])
         #expect(up.status == 0, "\(up.errors)")
-        try await daemon.waitForEvent(count: 2, DaemonTests.isState("authenticated"))
-        #expect(daemon.events.filter(DaemonTests.isCommand("maintain")).count == 1, "joined again: the cached helper maintains")
+        try await daemon.waitForEvent(count: 2, EventLine.isState("authenticated"))
+        #expect(daemon.events.filter(EventLine.isCommand("maintain")).count == 1, "joined again: the cached helper maintains")
 
         let statesBefore = daemon.events.filter { $0.event == "state" }.count
         try await onOwnThread { testbed.stopNetworkManager() }
         try await daemon.waitForEvent(Self.isMessage("NetworkManager left the system bus; its networks stay as they were until it is back"))
         try testbed.startNetworkManager()
         try await daemon.waitForEvent(count: 2, Self.isMessage("NetworkManager is on the system bus: reading its devices"))
-        try await Task.sleep(for: .seconds(3))  // longer than a device may be missing before its network is left
+        try await Task.sleep(for: .seconds(3))  // real time is the point: nothing happens for longer than a device may be missing before its network is left
         #expect(daemon.events.filter { $0.event == "state" }.count == statesBefore,
                 "NetworkManager's restart is not a leave and a join: \(daemon.events.suffix(8))")
 
         // Followed again after the restart: a deactivation is still a leave.
         #expect(try await testbed.nmcli(["connection", "down", "Aroma-Guest"]).status == 0)
-        try await daemon.waitForEvent(count: 2, DaemonTests.isState("inactive"))
+        try await daemon.waitForEvent(count: 2, EventLine.isState("inactive"))
         daemon.signal(SIGTERM)
         #expect(try await daemon.waitForExit() == 0)
         try await onOwnThread { testbed.tearDown() }
