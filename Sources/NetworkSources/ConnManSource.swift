@@ -36,7 +36,7 @@ public final class ConnManSource: NetworkSource {
 
     public func start() -> AsyncStream<NetworkSourceEvent> {
         SystemBusFollowing.start("connman-source", wakeUp: wakeUp) { events in
-            var report = ManagerReport(manager: "ConnMan")
+            var report = ManagerReport(manager: "ConnMan", nameServerGrace: .seconds(1))
             SystemBusFollowing.run("ConnMan", until: self.wakeUp, events: events) { () throws(BusError) in
                 try ConnManConnection(only: self.interface, isAgent: self.isAgent, passwords: { self.passwords.withLock { $0 } }, events: events)
             } follow: { connection throws(BusError) in

@@ -35,7 +35,16 @@ struct ManagerReport {
     /// The manager's name, as the reasons name it: "NetworkManager", "systemd-networkd".
     let manager: String
 
-    init(manager: String) { self.manager = manager }
+    /// How long a network activated with no name servers is held back for them, for a
+    /// manager that tells of them only after the state (ConnMan signals a service's
+    /// Nameservers half a second after its `ready`): joined at once, a helper's first probe
+    /// would resolve through the system's resolver, not the network's. Nil: joined at once.
+    let nameServerGrace: Duration?
+
+    init(manager: String, nameServerGrace: Duration? = nil) {
+        self.manager = manager
+        self.nameServerGrace = nameServerGrace
+    }
     private struct Joined {
         var network: NetworkDescription
         var connectivity: ConnectivityState?
@@ -44,6 +53,8 @@ struct ManagerReport {
     private var joined: [String: Joined] = [:]
     /// Devices of joined networks that the manager no longer lists, and since when.
     private var missingSince: [String: ContinuousClock.Instant] = [:]
+    /// Devices activated with no name servers yet, held back since when (`nameServerGrace`).
+    private var heldSince: [String: ContinuousClock.Instant] = [:]
     private var scanList: [NetworkDescription] = []
     private var lastScans: [Int64] = []
     private var problems: Set<String> = []
@@ -54,9 +65,12 @@ struct ManagerReport {
     /// stopping a manager leaves the device on its network.
     static let missingDeviceGrace: Duration = .seconds(2)
 
-    /// When the grace of a missing device ends, for the caller to look again then.
+    /// When the grace of a missing device or of a network held back for its name servers
+    /// ends, for the caller to look again then.
     var nextLook: ContinuousClock.Instant? {
-        missingSince.values.min().map { $0 + Self.missingDeviceGrace }
+        let missing = missingSince.values.map { $0 + Self.missingDeviceGrace }
+        let held = nameServerGrace.map { grace in heldSince.values.map { $0 + grace } } ?? []
+        return (missing + held).min()
     }
 
     /// The manager left the bus: its devices are not missing, only unseen until it is back.
@@ -92,7 +106,17 @@ struct ManagerReport {
         }
         for (interface, device) in view.devices.sorted(by: { $0.key < $1.key }) {
             missingSince[interface] = nil
-            guard case .activated(var network, let connectivity) = device else { continue }
+            guard case .activated(var network, let connectivity) = device else {
+                heldSince[interface] = nil
+                continue
+            }
+            // Not at the first look: what is activated then has been for a while.
+            if hasSynchronised, joined[interface] == nil, network.resolvers.isEmpty, let grace = nameServerGrace {
+                let since = heldSince[interface, default: now]
+                heldSince[interface] = since
+                if now < since + grace { continue }
+            }
+            heldSince[interface] = nil
             if let was = joined[interface] {
                 network.didAutoJoin = was.network.didAutoJoin
                 var unchanged = network

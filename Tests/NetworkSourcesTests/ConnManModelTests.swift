@@ -78,6 +78,39 @@ struct ConnManModelTests {
         #expect(services.properties.isEmpty, "a change of a service not listed is no service")
     }
 
+    /// ConnMan signals a service's Nameservers after its `ready`: the network is held back for
+    /// them (a helper's first probe would resolve through the system's resolver otherwise), and
+    /// joined without them once the grace has passed.
+    @Test func aServiceReadyBeforeItsNameServersIsJoinedWithThemOrAfterTheGrace() {
+        let grace = Duration.seconds(1)
+        var services = ConnManServices()
+        var report = ManagerReport(manager: "ConnMan", nameServerGrace: grace)
+        func look(at instant: ContinuousClock.Instant = .now) -> [NetworkSourceEvent] {
+            report.events(toward: ManagerView(services), at: instant)
+        }
+        let configuring = Self.service("configuration", name: "Wired", type: "ethernet", interface: "eth0", extra: ["Nameservers": Self.strings([])])
+        let listed = services.apply(Self.services([(Self.wired, configuring)]))
+        #expect(listed)
+        #expect(look() == [.scanList([])])
+        services.change(Self.wired, name: "State", .variant(.string("ready")))
+        let start = ContinuousClock.now
+        #expect(look(at: start).isEmpty, "held back for its name servers")
+        #expect(report.nextLook == start + grace)
+        services.change(Self.wired, name: "Nameservers", .variant(Self.strings(["198.18.0.1"])))
+        let wired = NetworkDescription(ssid: "Wired", didAutoJoin: true, interface: "eth0", resolvers: ["198.18.0.1"])
+        #expect(look(at: start + .milliseconds(500)) == [.joined(wired, reason: "ConnMan has eth0 on Wired")])
+        #expect(report.nextLook == nil)
+
+        services.change(Self.wired, name: "State", .variant(.string("idle")))
+        services.change(Self.wired, name: "Nameservers", .variant(Self.strings([])))
+        #expect(look(at: start + .seconds(1)).count == 1, "left")
+        services.change(Self.wired, name: "State", .variant(.string("ready")))
+        #expect(look(at: start + .seconds(2)).isEmpty)
+        let plain = NetworkDescription(ssid: "Wired", didAutoJoin: true, interface: "eth0")
+        #expect(look(at: start + .seconds(3)) == [.joined(plain, reason: "ConnMan has eth0 on Wired")],
+                "a network with no name server is joined all the same")
+    }
+
     @Test func valuesOfUnexpectedTypesAreReportedAndLeftOut() {
         var services = ConnManServices()
         let notServices = services.apply(.string("not services"))
