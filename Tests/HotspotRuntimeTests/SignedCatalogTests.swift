@@ -2,6 +2,7 @@ import Foundation
 import HotspotCore
 @testable import HotspotRuntime
 import LuaSandbox
+import Synchronization
 import Testing
 
 /// A catalog as a fleet's build would make it: scripts, a manifest, and the manifest signed
@@ -67,61 +68,69 @@ struct CatalogMaker {
     static let campus = CatalogMaker.script("Campus", ssid: "Campus Guest")
     static let library = CatalogMaker.script("Library", ssid: "Library")
 
-    @Test func aSignedCatalogVerifies() throws {
-        let maker = try CatalogMaker()
-        let path = try maker.make("v1", version: "2026.11.1", scripts: ["campus": Self.campus, "library": Self.library])
-        let verified = try SignedCatalog.verify(directory: path, trust: maker.trust)
-        #expect(verified.version == "2026.11.1")
-        #expect(verified.scripts.map(\.entry.name) == ["campus", "library"])
-        #expect(verified.scripts.first?.entry.declaredNetworks == NetworkDeclaration(ssids: ["Campus Guest"]))
-        #expect(verified.refused.isEmpty)
-    }
-
-    @Test func oneByteOfAScriptChangedRefusesThatScriptAlone() throws {
-        let maker = try CatalogMaker()
-        let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus, "library": Self.library])
-        try Self.campus.replacing("success", with: "succesS").write(toFile: path + "/campus.lua", atomically: false, encoding: .utf8)
-        let verified = try SignedCatalog.verify(directory: path, trust: maker.trust)
-        #expect(verified.scripts.map(\.entry.name) == ["library"])
-        #expect(verified.refused.count == 1)
-        #expect(verified.refused.first?.location == path + "/campus.lua")
-        #expect(verified.refused.first?.message.hasPrefix("its SHA-256 is ") == true)
-        #expect(verified.refused.first?.message.contains(", the signed manifest says ") == true)
-    }
-
-    @Test func aChangedManifestOrSignatureRefusesTheCatalog() throws {
-        let maker = try CatalogMaker()
-        let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus])
-        let manifest = try String(contentsOfFile: path + "/manifest.json", encoding: .utf8)
-        try manifest.replacing("\"1\"", with: "\"2\"").write(toFile: path + "/manifest.json", atomically: false, encoding: .utf8)
-        #expect(throws: CatalogProblem.self) { try SignedCatalog.verify(directory: path, trust: maker.trust) }
-        do {
-            _ = try SignedCatalog.verify(directory: path, trust: maker.trust)
-        } catch {
-            #expect(error.description.contains("does not match the manifest; refused"))
+    @Test func aSignedCatalogVerifies() async throws {
+        try await onOwnThread {
+            let maker = try CatalogMaker()
+            let path = try maker.make("v1", version: "2026.11.1", scripts: ["campus": Self.campus, "library": Self.library])
+            let verified = try SignedCatalog.verify(directory: path, trust: maker.trust)
+            #expect(verified.version == "2026.11.1")
+            #expect(verified.scripts.map(\.entry.name) == ["campus", "library"])
+            #expect(verified.scripts.first?.entry.declaredNetworks == NetworkDeclaration(ssids: ["Campus Guest"]))
+            #expect(verified.refused.isEmpty)
         }
-
-        try maker.make("v2", version: "2", scripts: ["campus": Self.campus])
-        let signature = maker.root + "/v2/manifest.json.minisig"
-        var lines = try String(contentsOfFile: signature, encoding: .utf8).split(separator: "\n").map(String.init)
-        lines[2] = "trusted comment: catalog 3"  // the comment is signed too
-        try (lines.joined(separator: "\n") + "\n").write(toFile: signature, atomically: false, encoding: .utf8)
-        #expect(problem(maker.root + "/v2", maker.trust).contains("the signature's trusted comment was altered; refused"))
-
-        lines = try String(contentsOfFile: signature, encoding: .utf8).split(separator: "\n").map(String.init)
-        var signed = Array(Data(base64Encoded: lines[1])!)
-        signed[20] ^= 1
-        lines[1] = Data(signed).base64EncodedString()
-        try (lines.joined(separator: "\n") + "\n").write(toFile: signature, atomically: false, encoding: .utf8)
-        #expect(problem(maker.root + "/v2", maker.trust).contains("does not match the manifest; refused"))
     }
 
-    @Test func aKeyThatIsNotTrustedIsRefused() throws {
-        let maker = try CatalogMaker()
-        let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus], key: "stranger")
-        let message = problem(path, maker.trust)
-        #expect(message.contains("signed with the key "), "\(message)")
-        #expect(message.contains("which the trusted keys do not hold"), "\(message)")
+    @Test func oneByteOfAScriptChangedRefusesThatScriptAlone() async throws {
+        try await onOwnThread {
+            let maker = try CatalogMaker()
+            let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus, "library": Self.library])
+            try Self.campus.replacing("success", with: "succesS").write(toFile: path + "/campus.lua", atomically: false, encoding: .utf8)
+            let verified = try SignedCatalog.verify(directory: path, trust: maker.trust)
+            #expect(verified.scripts.map(\.entry.name) == ["library"])
+            #expect(verified.refused.count == 1)
+            #expect(verified.refused.first?.location == path + "/campus.lua")
+            #expect(verified.refused.first?.message.hasPrefix("its SHA-256 is ") == true)
+            #expect(verified.refused.first?.message.contains(", the signed manifest says ") == true)
+        }
+    }
+
+    @Test func aChangedManifestOrSignatureRefusesTheCatalog() async throws {
+        try await onOwnThread {
+            let maker = try CatalogMaker()
+            let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus])
+            let manifest = try String(contentsOfFile: path + "/manifest.json", encoding: .utf8)
+            try manifest.replacing("\"1\"", with: "\"2\"").write(toFile: path + "/manifest.json", atomically: false, encoding: .utf8)
+            #expect(throws: CatalogProblem.self) { try SignedCatalog.verify(directory: path, trust: maker.trust) }
+            do {
+                _ = try SignedCatalog.verify(directory: path, trust: maker.trust)
+            } catch let problem as CatalogProblem {
+                #expect(problem.description.contains("does not match the manifest; refused"))
+            }
+
+            try maker.make("v2", version: "2", scripts: ["campus": Self.campus])
+            let signature = maker.root + "/v2/manifest.json.minisig"
+            var lines = try String(contentsOfFile: signature, encoding: .utf8).split(separator: "\n").map(String.init)
+            lines[2] = "trusted comment: catalog 3"  // the comment is signed too
+            try (lines.joined(separator: "\n") + "\n").write(toFile: signature, atomically: false, encoding: .utf8)
+            #expect(problem(maker.root + "/v2", maker.trust).contains("the signature's trusted comment was altered; refused"))
+
+            lines = try String(contentsOfFile: signature, encoding: .utf8).split(separator: "\n").map(String.init)
+            var signed = Array(Data(base64Encoded: lines[1])!)
+            signed[20] ^= 1
+            lines[1] = Data(signed).base64EncodedString()
+            try (lines.joined(separator: "\n") + "\n").write(toFile: signature, atomically: false, encoding: .utf8)
+            #expect(problem(maker.root + "/v2", maker.trust).contains("does not match the manifest; refused"))
+        }
+    }
+
+    @Test func aKeyThatIsNotTrustedIsRefused() async throws {
+        try await onOwnThread {
+            let maker = try CatalogMaker()
+            let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus], key: "stranger")
+            let message = problem(path, maker.trust)
+            #expect(message.contains("signed with the key "), "\(message)")
+            #expect(message.contains("which the trusted keys do not hold"), "\(message)")
+        }
     }
 
     @Test(arguments: [
@@ -130,59 +139,69 @@ struct CatalogMaker {
         (#"{"version": "1", "helpers": [{"name": "a", "version": "1", "sha256": "00"}]}"#, "a has no \"sha256\" of 64 hexadecimal digits"),
         ("not json", "not JSON"),
     ])
-    func anInvalidManifestIsRefused(_ manifest: String, _ expected: String) throws {
-        let maker = try CatalogMaker()
-        let path = try maker.make("v1", version: "1", scripts: [:]) { _ in manifest }
-        let message = problem(path, maker.trust)
-        #expect(message.contains(expected), "\(message)")
+    func anInvalidManifestIsRefused(_ manifest: String, _ expected: String) async throws {
+        try await onOwnThread {
+            let maker = try CatalogMaker()
+            let path = try maker.make("v1", version: "1", scripts: [:]) { _ in manifest }
+            let message = problem(path, maker.trust)
+            #expect(message.contains(expected), "\(message)")
+        }
     }
 
-    @Test func duplicateNamesRefuseTheCatalog() throws {
-        let maker = try CatalogMaker()
-        let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus]) { text in
-            text.dropLast(2) + ", " + text.firstMatch(of: /\{"name".*\}\}/)!.0 + "]}"
+    @Test func duplicateNamesRefuseTheCatalog() async throws {
+        try await onOwnThread {
+            let maker = try CatalogMaker()
+            let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus]) { text in
+                text.dropLast(2) + ", " + text.firstMatch(of: /\{"name".*\}\}/)!.0 + "]}"
+            }
+            #expect(problem(path, maker.trust).hasSuffix("manifest.json: lists the helper campus twice"))
         }
-        #expect(problem(path, maker.trust).hasSuffix("manifest.json: lists the helper campus twice"))
     }
 
     /// Empty entries: the count is checked before any entry is read, and ten megabytes of
     /// full ones would be seconds of a debug build's parsing beside the other suites.
-    @Test func aHundredThousandEntriesAreRefusedByCount() throws {
-        let maker = try CatalogMaker()
-        let path = try maker.make("v1", version: "1", scripts: [:]) { _ in
-            #"{"version": "1", "helpers": ["# + Array(repeating: "{}", count: 100_000).joined(separator: ",") + "]}"
+    @Test func aHundredThousandEntriesAreRefusedByCount() async throws {
+        try await onOwnThread {
+            let maker = try CatalogMaker()
+            let path = try maker.make("v1", version: "1", scripts: [:]) { _ in
+                #"{"version": "1", "helpers": ["# + Array(repeating: "{}", count: 100_000).joined(separator: ",") + "]}"
+            }
+            #expect(problem(path, maker.trust).hasSuffix("manifest.json: lists 100000 helpers; a catalog holds at most 20000"))
         }
-        #expect(problem(path, maker.trust).hasSuffix("manifest.json: lists 100000 helpers; a catalog holds at most 20000"))
     }
 
     /// Refused by its size before a byte is read or its signature checked.
-    @Test func aHundredMegabyteManifestIsRefusedUnread() throws {
-        let maker = try CatalogMaker()
-        let path = try maker.make("v1", version: "1", scripts: [:])
-        try Self.run("truncate -s 100M \(path)/manifest.json")
-        #expect(problem(path, maker.trust) == "\(path)/manifest.json: the file is 104857600 bytes, over the limit of 16 MiB")
+    @Test func aHundredMegabyteManifestIsRefusedUnread() async throws {
+        try await onOwnThread {
+            let maker = try CatalogMaker()
+            let path = try maker.make("v1", version: "1", scripts: [:])
+            try Self.run("truncate -s 100M \(path)/manifest.json")
+            #expect(problem(path, maker.trust) == "\(path)/manifest.json: the file is 104857600 bytes, over the limit of 16 MiB")
+        }
     }
 
-    @Test func aSymbolicLinkLeavingTheCatalogIsRefused() throws {
-        let maker = try CatalogMaker()
-        let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus, "library": Self.library])
-        try Self.library.write(toFile: maker.root + "/outside.lua", atomically: false, encoding: .utf8)
-        try FileManager.default.removeItem(atPath: path + "/library.lua")
-        try FileManager.default.createSymbolicLink(atPath: path + "/library.lua", withDestinationPath: "../outside.lua")
-        try "return {}".write(toFile: path + "/stray.lua", atomically: false, encoding: .utf8)
-        let verified = try SignedCatalog.verify(directory: path, trust: maker.trust)
-        #expect(verified.scripts.map(\.entry.name) == ["campus"])
-        #expect(verified.refused.map(\.description) == [
-            "\(path)/library.lua: a symbolic link; a catalog holds its scripts itself",
-            "\(path)/stray.lua: not in the signed manifest; refused",
-        ])
+    @Test func aSymbolicLinkLeavingTheCatalogIsRefused() async throws {
+        try await onOwnThread {
+            let maker = try CatalogMaker()
+            let path = try maker.make("v1", version: "1", scripts: ["campus": Self.campus, "library": Self.library])
+            try Self.library.write(toFile: maker.root + "/outside.lua", atomically: false, encoding: .utf8)
+            try FileManager.default.removeItem(atPath: path + "/library.lua")
+            try FileManager.default.createSymbolicLink(atPath: path + "/library.lua", withDestinationPath: "../outside.lua")
+            try "return {}".write(toFile: path + "/stray.lua", atomically: false, encoding: .utf8)
+            let verified = try SignedCatalog.verify(directory: path, trust: maker.trust)
+            #expect(verified.scripts.map(\.entry.name) == ["campus"])
+            #expect(verified.refused.map(\.description) == [
+                "\(path)/library.lua: a symbolic link; a catalog holds its scripts itself",
+                "\(path)/stray.lua: not in the signed manifest; refused",
+            ])
+        }
     }
 
     /// The running catalog is replaced the way fleets replace directories: a symbolic link
     /// swapped atomically (rename). A good version is taken whole; a bad one leaves the last
     /// good version running, and a version whose script does not verify is not taken in part.
     @Test func aReplacedCatalogIsTakenWholeOrTheLastGoodKept() async throws {
-        let maker = try CatalogMaker()
+        let maker = try await onOwnThread { try CatalogMaker() }
         let current = maker.root + "/current"
         try await onOwnThread {
             try maker.make("v1", version: "1", scripts: ["campus": Self.campus])
@@ -246,7 +265,7 @@ struct CatalogMaker {
 
     @Test(arguments: BadVersion.allCases)
     func aBadNewVersionLeavesTheLastGoodOneRunning(_ bad: BadVersion) async throws {
-        let maker = try CatalogMaker()
+        let maker = try await onOwnThread { try CatalogMaker() }
         let current = maker.root + "/current"
         try await onOwnThread {
             try maker.make("v1", version: "1", scripts: ["campus": Self.campus, "library": Self.library])
@@ -325,16 +344,19 @@ struct CatalogMaker {
     /// A catalog swapped (a symbolic link renamed over) again and again while it is verified:
     /// every read is one version whole, its manifest and scripts alike, never a mixture.
     @Test func aCatalogReplacedWhileBeingReadIsReadWholeFromOneVersion() async throws {
-        let maker = try CatalogMaker()
+        let maker = try await onOwnThread { try CatalogMaker() }
         let current = maker.root + "/current"
         try await onOwnThread {
             try maker.make("v1", version: "1", scripts: ["campus": Self.campus, "library": Self.library])
             try maker.make("v2", version: "2", scripts: ["campus": Self.campus.replacing("Campus Guest", with: "Campus-2"), "library": Self.library])
             try FileManager.default.createSymbolicLink(atPath: current, withDestinationPath: "v1")
         }
-        let swapping = Task.detached {
+        // Both on threads of their own: a task swapping until cancelled would hold one of Swift
+        // concurrency's two threads here for the whole test.
+        let verified = Flag()
+        async let swapping = onOwnThread {
             var swaps = 0
-            while !Task.isCancelled {
+            while !verified.isSet.load(ordering: .relaxed) {
                 swaps += 1
                 try? FileManager.default.createSymbolicLink(atPath: current + ".new", withDestinationPath: swaps % 2 == 0 ? "v1" : "v2")
                 _ = rename(current + ".new", current)
@@ -344,14 +366,14 @@ struct CatalogMaker {
         }
         let trust = maker.trust
         let versions = try await onOwnThread {
-            try (0..<200).map { _ in
+            defer { verified.isSet.store(true, ordering: .relaxed) }
+            return try (0..<200).map { _ in
                 let verified = try SignedCatalog.verify(directory: current, trust: trust)
                 let ssid = verified.scripts.first { $0.entry.name == "campus" }?.text.firstMatch(of: /ssids = \{ "([^"]*)"/).map { String($0.1) }
                 return "\(verified.version) \(ssid ?? "-") \(verified.scripts.count) \(verified.refused.count)"
             }
         }
-        swapping.cancel()
-        #expect(await swapping.value > 1)
+        #expect(try await swapping > 1)
         #expect(Set(versions).isSubset(of: ["1 Campus Guest 2 0", "2 Campus-2 2 0"]), "\(Set(versions))")
     }
 
@@ -365,4 +387,9 @@ struct CatalogMaker {
     }
 
     private static func run(_ command: String) throws { try CatalogMaker.run(command) }
+
+    /// Set once, read by another thread.
+    final class Flag: Sendable {
+        let isSet = Atomic(false)
+    }
 }
