@@ -177,9 +177,7 @@ public actor HotspotMachine<Transport: HelperTransport> {
             if match.confidence == .high { return await authenticate(ssid, with: helper) }
         }
         var winner: Helper? = declared.first?.helper
-        let candidates = declarations.undeclared.count == helpers.count
-            ? helpers(except: off)
-            : declarations.undeclared.map { helpers[$0] }.filter { !off.contains($0.id) }
+        let candidates = declarations.undeclared.map { helpers[$0] }.filter { !off.contains($0.id) }
         await sendAll(request(.evaluate, ssid: ssid), to: candidates) { helper, response in
             if response.confidence == .high {
                 winner = helper
@@ -422,19 +420,15 @@ public actor HotspotMachine<Transport: HelperTransport> {
     /// for networks it does not handle; one naming only portals never, a list having none).
     public func filterScanList(_ networks: [NetworkDescription]) async -> [NetworkClaim] {
         let off = persistence.snapshot.disabledHelpers
-        let candidates: [Helper]
-        if declarations.undeclared.count == helpers.count {
-            candidates = helpers(except: off)
-        } else {
-            // The declared helpers the index offers for a scanned network, kept when one matches.
-            var chosen = Set(declarations.undeclared)
-            for network in networks {
-                for position in declarations.candidates(for: network.ssid) where !chosen.contains(position) {
-                    if helpers[position].declaredNetworks?.match(network) != nil { chosen.insert(position) }
-                }
+        // The helpers that declare nothing, and the declared ones the index offers for a
+        // scanned network, kept when one matches.
+        var chosen = Set(declarations.undeclared)
+        for network in networks {
+            for position in declarations.candidates(for: network.ssid) where !chosen.contains(position) {
+                if helpers[position].declaredNetworks?.match(network) != nil { chosen.insert(position) }
             }
-            candidates = chosen.sorted().map { helpers[$0] }.filter { !off.contains($0.id) }
         }
+        let candidates = chosen.sorted().map { helpers[$0] }.filter { !off.contains($0.id) }
         var claims: [NetworkClaim] = []
         let request = CommandRequest(.filterScanList, network: nil, networkList: networks, deadline: deadline(of: .filterScanList))
         await sendAll(request, to: candidates) { helper, response in
